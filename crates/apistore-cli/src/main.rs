@@ -1,0 +1,2 @@
+//! The apistore command (being built).
+fn main() {}

@@ -1,0 +1,1 @@
+//! apistore-etcd3 (being built).

@@ -1,0 +1,89 @@
+//! Codecs: object <-> bytes, the layer below the value transformer.
+//!
+//! kube-apiserver stores built-in types as protobuf and custom resources as JSON; the
+//! storage layer treats codec output as opaque bytes. JSON is what apistore ships.
+
+use std::marker::PhantomData;
+
+use bytes::Bytes;
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+
+/// An error from a codec.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum CodecError {
+    /// The object could not be encoded.
+    #[error("encode failed: {0}")]
+    Encode(#[source] crate::BoxError),
+    /// The bytes could not be decoded into the object type.
+    #[error("decode failed: {0}")]
+    Decode(#[source] crate::BoxError),
+}
+
+/// Turns objects into bytes and back.
+pub trait Codec<T>: Send + Sync + 'static {
+    /// Encodes an object.
+    fn encode(&self, object: &T) -> Result<Bytes, CodecError>;
+    /// Decodes bytes into an object.
+    fn decode(&self, data: &[u8]) -> Result<T, CodecError>;
+}
+
+/// The JSON codec, for any serde type.
+pub struct JsonCodec<T>(PhantomData<fn() -> T>);
+
+impl<T> JsonCodec<T> {
+    /// A new JSON codec.
+    pub const fn new() -> Self {
+        Self(PhantomData)
+    }
+}
+
+impl<T> Default for JsonCodec<T> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl<T> Clone for JsonCodec<T> {
+    fn clone(&self) -> Self {
+        Self::new()
+    }
+}
+
+impl<T> std::fmt::Debug for JsonCodec<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("JsonCodec")
+    }
+}
+
+impl<T> Codec<T> for JsonCodec<T>
+where
+    T: Serialize + DeserializeOwned + 'static,
+{
+    fn encode(&self, object: &T) -> Result<Bytes, CodecError> {
+        serde_json::to_vec(object)
+            .map(Bytes::from)
+            .map_err(|e| CodecError::Encode(Box::new(e)))
+    }
+
+    fn decode(&self, data: &[u8]) -> Result<T, CodecError> {
+        serde_json::from_slice(data).map_err(|e| CodecError::Decode(Box::new(e)))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::DynamicObject;
+
+    #[test]
+    fn json_codec_round_trips_and_rejects_garbage() {
+        let codec = JsonCodec::<DynamicObject>::new();
+        let obj = DynamicObject::new("v1", "ConfigMap", "cm");
+        let bytes = codec.encode(&obj).unwrap();
+        assert_eq!(codec.decode(&bytes).unwrap(), obj);
+        let err = codec.decode(b"\x00\xffnot json").unwrap_err();
+        assert!(err.to_string().starts_with("decode failed"), "{err}");
+    }
+}

@@ -1,0 +1,103 @@
+//! The storage contract: kube-apiserver's `storage.Interface` and `storage.Versioner`.
+
+use std::future::Future;
+
+use crate::error::Result;
+use crate::list::{ListMeta, ObjectList};
+use crate::object::ApiObject;
+use crate::options::{DeleteOptions, GetOptions, ListOptions, ResponseMeta, Update, UpdateOptions};
+use crate::watch::WatchStream;
+
+/// Moves resourceVersions between objects and the storage's revisions
+/// (kube-apiserver's `storage.Versioner`).
+pub trait Versioner: Send + Sync {
+    /// Sets the object's resourceVersion; 0 clears it.
+    fn update_object(&self, object: &mut dyn ApiObject, resource_version: u64) -> Result<()>;
+    /// Sets a list's resourceVersion, continue token and remaining item count.
+    fn update_list(
+        &self,
+        list: &mut ListMeta,
+        resource_version: u64,
+        continue_token: String,
+        remaining_item_count: Option<i64>,
+    ) -> Result<()>;
+    /// Clears what is never stored: the resourceVersion and the selfLink.
+    fn prepare_object_for_storage(&self, object: &mut dyn ApiObject) -> Result<()>;
+    /// The object's resourceVersion as a number; 0 when unset.
+    fn object_resource_version(&self, object: &dyn ApiObject) -> Result<u64>;
+    /// Parses a resourceVersion string; empty is 0.
+    fn parse_resource_version(&self, resource_version: &str) -> Result<u64>;
+}
+
+/// A store of typed API objects with optimistic concurrency on resourceVersion.
+///
+/// Keys are relative to the store's prefix (`pods/default/nginx`). Every method is
+/// cancel-safe: dropping its future abandons the request, and a write either happened
+/// completely or not at all.
+pub trait Storage: Send + Sync {
+    /// The type of object this store holds.
+    type Object: ApiObject + Clone + Default + Send + Sync + 'static;
+
+    /// The versioner that maps resourceVersions to this store's revisions.
+    fn versioner(&self) -> &dyn Versioner;
+
+    /// Creates `object` under `key`, failing if the key exists. A `ttl` in seconds other
+    /// than 0 makes etcd delete the object after that time. Returns the stored object
+    /// with its resourceVersion.
+    fn create(
+        &self,
+        key: &str,
+        object: Self::Object,
+        ttl: u64,
+    ) -> impl Future<Output = Result<Self::Object>> + Send;
+
+    /// Reads the object under `key`.
+    fn get(
+        &self,
+        key: &str,
+        options: &GetOptions,
+    ) -> impl Future<Output = Result<Self::Object>> + Send;
+
+    /// Deletes the object under `key` if the preconditions and validation pass on its
+    /// latest state. Returns its last state with the resourceVersion of the deletion.
+    fn delete(
+        &self,
+        key: &str,
+        options: DeleteOptions<Self::Object>,
+    ) -> impl Future<Output = Result<Self::Object>> + Send;
+
+    /// Reads the object under `key`, applies `try_update` and writes the result if the
+    /// object did not change meanwhile; on a conflict, reads again and retries. An update
+    /// that changes nothing writes nothing.
+    fn guaranteed_update<F>(
+        &self,
+        key: &str,
+        options: UpdateOptions<Self::Object>,
+        try_update: F,
+    ) -> impl Future<Output = Result<Self::Object>> + Send
+    where
+        F: FnMut(Self::Object, &ResponseMeta) -> Result<Update<Self::Object>> + Send;
+
+    /// Lists the objects under `key` (or the one object, when not recursive).
+    fn list(
+        &self,
+        key: &str,
+        options: &ListOptions,
+    ) -> impl Future<Output = Result<ObjectList<Self::Object>>> + Send;
+
+    /// Watches the objects under `key` (or the one object, when not recursive).
+    fn watch(
+        &self,
+        key: &str,
+        options: &ListOptions,
+    ) -> impl Future<Output = Result<WatchStream<Self::Object>>> + Send;
+
+    /// Counts the objects under `key`.
+    fn count(&self, key: &str) -> impl Future<Output = Result<i64>> + Send;
+
+    /// Whether the store is ready to serve.
+    fn readiness_check(&self) -> impl Future<Output = Result<()>> + Send;
+
+    /// Asks the backend to send progress notifications (bookmarks) to the store's watches.
+    fn request_watch_progress(&self) -> impl Future<Output = Result<()>> + Send;
+}

@@ -1,0 +1,55 @@
+//! The storage contract of apistore.
+//!
+//! This crate is the bottom layer: it says what a store of Kubernetes-style API objects
+//! does, with no etcd and no runtime in sight. It follows `k8s.io/apiserver/pkg/storage`
+//! at v0.31.1: the [`Storage`] trait is its `storage.Interface`, [`StorageError`] keeps
+//! its error kinds, [`SelectionPredicate`] its selection rules.
+//!
+//! - objects are reached through [`ApiObject`], implemented for [`DynamicObject`] and,
+//!   with the `k8s-openapi` feature, for every k8s-openapi resource type;
+//! - a [`Codec`] turns them into bytes ([`JsonCodec`] ships here);
+//! - backends such as `apistore-etcd3` implement [`Storage`].
+//!
+//! ```
+//! use apistore_storage::{ApiObject, Codec, DynamicObject, JsonCodec, Preconditions};
+//!
+//! let mut pod = DynamicObject::new("v1", "Pod", "nginx").within("default");
+//! pod.metadata.uid = "1234".into();
+//! let bytes = JsonCodec::<DynamicObject>::new().encode(&pod).unwrap();
+//! assert!(bytes.starts_with(b"{\"apiVersion\":\"v1\""));
+//! assert!(Preconditions::uid("1234").check("/registry/pods/default/nginx", &pod).is_ok());
+//! ```
+//!
+//! # Feature flags
+//! - `k8s-openapi`: implement [`ApiObject`] for k8s-openapi types. The application picks
+//!   the k8s-openapi version feature.
+
+mod codec;
+mod error;
+mod interface;
+mod list;
+mod object;
+mod options;
+mod selection;
+pub mod selector;
+mod status;
+mod watch;
+
+pub use codec::{Codec, CodecError, JsonCodec};
+pub use error::{
+    BoxError, CAUSE_RESOURCE_VERSION_TOO_LARGE, ErrorKind, RESOURCE_VERSION_SET_ON_CREATE, Result,
+    StorageError,
+};
+pub use interface::{Storage, Versioner};
+pub use list::{ListMeta, ObjectList};
+pub use object::{
+    ApiObject, DynamicObject, Fields, INITIAL_EVENTS_END_ANNOTATION, Labels, ObjectMeta,
+};
+pub use options::{
+    DeleteOptions, GetOptions, ListOptions, Preconditions, ResourceVersionMatch, ResponseMeta,
+    UnknownResourceVersionMatch, Update, UpdateOptions, ValidateObjectFn,
+};
+pub use selection::SelectionPredicate;
+pub use selector::{FieldSelector, LabelSelector, SelectorError};
+pub use status::{Status, StatusCause, StatusDetails, StatusListMeta, StatusReason};
+pub use watch::{WatchEvent, WatchStream};

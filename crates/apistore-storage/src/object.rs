@@ -1,0 +1,250 @@
+//! Object access: what the store needs to know about an object, whatever its type.
+//!
+//! kube-apiserver reaches into objects through `meta.Accessor`; here a small trait does
+//! the same. It is implemented for [`DynamicObject`] (any JSON object with `apiVersion`,
+//! `kind` and `metadata`) and, with the `k8s-openapi` feature, for every k8s-openapi
+//! resource type, so `Pod` or `ConfigMap` can be stored directly.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+/// Label or annotation map, ordered so that encodings are stable.
+pub type Labels = BTreeMap<String, String>;
+
+/// Field name/value pairs a field selector is evaluated against.
+pub type Fields = BTreeMap<String, String>;
+
+static EMPTY_LABELS: Labels = BTreeMap::new();
+
+/// The annotation that marks the bookmark ending a watch's initial events.
+pub const INITIAL_EVENTS_END_ANNOTATION: &str = "k8s.io/initial-events-end";
+
+/// Access to the metadata the storage layer reads and writes.
+///
+/// The store reads the name, namespace, uid and labels (preconditions and selectors),
+/// and sets the resourceVersion after every read and write. Implementations must keep
+/// the resourceVersion in the object's serialised form so that a codec round trip keeps
+/// it; the store clears it before encoding for etcd.
+pub trait ApiObject {
+    /// `metadata.name`.
+    fn name(&self) -> &str;
+    /// `metadata.namespace`, empty for cluster-scoped objects.
+    fn namespace(&self) -> &str;
+    /// `metadata.uid`.
+    fn uid(&self) -> &str;
+    /// `metadata.labels`.
+    fn labels(&self) -> &Labels;
+    /// `metadata.resourceVersion`, empty when unset.
+    fn resource_version(&self) -> &str;
+    /// Sets `metadata.resourceVersion`; an empty string clears it.
+    fn set_resource_version(&mut self, resource_version: String);
+    /// Clears `metadata.selfLink` (never stored, as in kube-apiserver).
+    fn clear_self_link(&mut self);
+    /// `metadata.annotations`, created when absent.
+    fn annotations_mut(&mut self) -> &mut Labels;
+
+    /// The fields a field selector can name. By default `metadata.name`, and
+    /// `metadata.namespace` for namespaced objects, as kube-apiserver's default attribute
+    /// function. Types with more selectable fields (`spec.nodeName` of a pod) add theirs.
+    fn fields(&self) -> Fields {
+        let mut fields = Fields::new();
+        fields.insert("metadata.name".to_owned(), self.name().to_owned());
+        if !self.namespace().is_empty() {
+            fields.insert("metadata.namespace".to_owned(), self.namespace().to_owned());
+        }
+        fields
+    }
+}
+
+/// Standard object metadata (`metav1.ObjectMeta`): the fields the store reads, plus any
+/// other fields kept as they came.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ObjectMeta {
+    /// Name, unique within a namespace.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub name: String,
+    /// Namespace; empty for cluster-scoped objects.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub namespace: String,
+    /// Unique id across time and space.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub uid: String,
+    /// The etcd mod revision of the object, as a decimal string.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub resource_version: String,
+    /// Deprecated link to the object; never stored.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub self_link: String,
+    /// A sequence number of the desired state.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub generation: Option<i64>,
+    /// Labels.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub labels: Labels,
+    /// Annotations.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub annotations: Labels,
+    /// Every other metadata field (creationTimestamp, ownerReferences, ...), untouched.
+    #[serde(flatten)]
+    pub extra: serde_json::Map<String, serde_json::Value>,
+}
+
+/// Any API object: `apiVersion`, `kind`, `metadata`, and the rest as JSON.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct DynamicObject {
+    /// `apiVersion`, e.g. `v1` or `example.com/v1`.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub api_version: String,
+    /// `kind`, e.g. `ConfigMap`.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub kind: String,
+    /// The object's metadata.
+    #[serde(default)]
+    pub metadata: ObjectMeta,
+    /// Every other top-level field (`spec`, `status`, `data`, ...).
+    #[serde(flatten)]
+    pub data: serde_json::Map<String, serde_json::Value>,
+}
+
+impl DynamicObject {
+    /// A new object of the given apiVersion and kind, with a name.
+    pub fn new(api_version: &str, kind: &str, name: &str) -> Self {
+        Self {
+            api_version: api_version.to_owned(),
+            kind: kind.to_owned(),
+            metadata: ObjectMeta {
+                name: name.to_owned(),
+                ..ObjectMeta::default()
+            },
+            data: serde_json::Map::new(),
+        }
+    }
+
+    /// Sets the namespace (builder style).
+    pub fn within(mut self, namespace: &str) -> Self {
+        self.metadata.namespace = namespace.to_owned();
+        self
+    }
+
+    /// Sets a top-level field (builder style).
+    pub fn with(mut self, field: &str, value: serde_json::Value) -> Self {
+        self.data.insert(field.to_owned(), value);
+        self
+    }
+}
+
+impl ApiObject for DynamicObject {
+    fn name(&self) -> &str {
+        &self.metadata.name
+    }
+    fn namespace(&self) -> &str {
+        &self.metadata.namespace
+    }
+    fn uid(&self) -> &str {
+        &self.metadata.uid
+    }
+    fn labels(&self) -> &Labels {
+        &self.metadata.labels
+    }
+    fn resource_version(&self) -> &str {
+        &self.metadata.resource_version
+    }
+    fn set_resource_version(&mut self, resource_version: String) {
+        self.metadata.resource_version = resource_version;
+    }
+    fn clear_self_link(&mut self) {
+        self.metadata.self_link.clear();
+    }
+    fn annotations_mut(&mut self) -> &mut Labels {
+        &mut self.metadata.annotations
+    }
+}
+
+#[cfg(feature = "k8s-openapi")]
+mod k8s {
+    use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta as K8sMeta;
+
+    use super::{ApiObject, EMPTY_LABELS, Labels};
+
+    /// Every k8s-openapi resource type with standard object metadata.
+    impl<K> ApiObject for K
+    where
+        K: k8s_openapi::Metadata<Ty = K8sMeta>,
+    {
+        fn name(&self) -> &str {
+            self.metadata().name.as_deref().unwrap_or_default()
+        }
+        fn namespace(&self) -> &str {
+            self.metadata().namespace.as_deref().unwrap_or_default()
+        }
+        fn uid(&self) -> &str {
+            self.metadata().uid.as_deref().unwrap_or_default()
+        }
+        fn labels(&self) -> &Labels {
+            self.metadata().labels.as_ref().unwrap_or(&EMPTY_LABELS)
+        }
+        fn resource_version(&self) -> &str {
+            self.metadata().resource_version.as_deref().unwrap_or_default()
+        }
+        fn set_resource_version(&mut self, resource_version: String) {
+            self.metadata_mut().resource_version =
+                (!resource_version.is_empty()).then_some(resource_version);
+        }
+        fn clear_self_link(&mut self) {
+            self.metadata_mut().self_link = None;
+        }
+        fn annotations_mut(&mut self) -> &mut Labels {
+            self.metadata_mut().annotations.get_or_insert_with(Labels::new)
+        }
+    }
+}
+
+// Silence the unused warning when the k8s-openapi feature is off: the empty map is only
+// needed to lend out labels of types whose label map is optional.
+#[cfg(not(feature = "k8s-openapi"))]
+const _: &Labels = &EMPTY_LABELS;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn dynamic_object_keeps_unknown_fields_through_a_round_trip() {
+        let json = r#"{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"cm","namespace":"ns","creationTimestamp":"2024-01-01T00:00:00Z","labels":{"a":"b"}},"data":{"k":"v"}}"#;
+        let obj: DynamicObject = serde_json::from_str(json).unwrap();
+        assert_eq!(obj.name(), "cm");
+        assert_eq!(obj.namespace(), "ns");
+        assert_eq!(obj.labels().get("a").map(String::as_str), Some("b"));
+        let back: serde_json::Value = serde_json::to_value(&obj).unwrap();
+        let orig: serde_json::Value = serde_json::from_str(json).unwrap();
+        assert_eq!(back, orig);
+    }
+
+    #[test]
+    fn default_fields_are_name_and_namespace() {
+        let obj = DynamicObject::new("v1", "ConfigMap", "cm").within("ns");
+        let fields = obj.fields();
+        assert_eq!(fields["metadata.name"], "cm");
+        assert_eq!(fields["metadata.namespace"], "ns");
+        let cluster = DynamicObject::new("v1", "Namespace", "ns");
+        assert!(!cluster.fields().contains_key("metadata.namespace"));
+    }
+
+    #[cfg(feature = "k8s-openapi")]
+    #[test]
+    fn k8s_openapi_types_are_api_objects() {
+        use k8s_openapi::api::core::v1::ConfigMap;
+        let mut cm = ConfigMap::default();
+        cm.metadata.name = Some("cm".into());
+        assert_eq!(cm.name(), "cm");
+        assert_eq!(cm.resource_version(), "");
+        cm.set_resource_version("5".into());
+        assert_eq!(cm.metadata.resource_version.as_deref(), Some("5"));
+        cm.set_resource_version(String::new());
+        assert_eq!(cm.metadata.resource_version, None);
+        assert!(cm.labels().is_empty());
+    }
+}

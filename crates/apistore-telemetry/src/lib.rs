@@ -1,0 +1,1 @@
+//! apistore-telemetry (being built).

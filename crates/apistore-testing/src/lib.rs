@@ -1,0 +1,1 @@
+//! apistore-testing (being built).

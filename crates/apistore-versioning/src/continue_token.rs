@@ -1,0 +1,1 @@
+//! Continue tokens (placeholder until the full codec lands).

@@ -1,0 +1,1 @@
+//! apistore facade (being built).

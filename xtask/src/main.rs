@@ -1,0 +1,2 @@
+//! Developer commands (being built).
+fn main() {}
