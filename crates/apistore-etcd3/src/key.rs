@@ -1,0 +1,148 @@
+//! Key preparation, exactly as kube-apiserver's `prepareKey` and path prefix rules.
+
+use apistore_storage::{Result, StorageError};
+
+/// Normalises a configured prefix into the path prefix every key is joined to:
+/// `"/" + clean(prefix) + "/"`, so `custom/prefix`, `/custom//prefix//` and
+/// `/custom/prefix` all become `/custom/prefix/`, and the empty prefix becomes `/`.
+pub(crate) fn path_prefix(prefix: &str) -> String {
+    let cleaned = clean_path(&format!("/{prefix}"));
+    if cleaned.ends_with('/') {
+        cleaned
+    } else {
+        cleaned + "/"
+    }
+}
+
+/// Go's `path.Clean` for absolute paths: collapses `//`, drops `.`, resolves `..`.
+pub(crate) fn clean_path(path: &str) -> String {
+    let mut parts: Vec<&str> = Vec::new();
+    for segment in path.split('/') {
+        match segment {
+            "" | "." => {}
+            ".." => {
+                parts.pop();
+            }
+            s => parts.push(s),
+        }
+    }
+    format!("/{}", parts.join("/"))
+}
+
+/// Validates a caller's key and joins it to the path prefix. `.` and `..` segments are
+/// refused (`invalid key`), as are `""` and `"/"` (`empty key`); one leading `/` is
+/// dropped; nothing else is normalised (`//` stays, `bar..` is fine).
+pub(crate) fn prepare_key(path_prefix: &str, key: &str) -> Result<String> {
+    let climbs = key == ".."
+        || key.starts_with("../")
+        || key.ends_with("/..")
+        || key.contains("/../");
+    let dots = key == "." || key.starts_with("./") || key.ends_with("/.") || key.contains("/./");
+    if climbs || dots {
+        return Err(StorageError::InvalidKey {
+            key: key.to_owned(),
+            problem: "invalid key",
+        });
+    }
+    if key.is_empty() || key == "/" {
+        return Err(StorageError::InvalidKey {
+            key: key.to_owned(),
+            problem: "empty key",
+        });
+    }
+    let rest = key.strip_prefix('/').unwrap_or(key);
+    Ok(format!("{path_prefix}{rest}"))
+}
+
+/// The key with a trailing `/`, so that a recursive operation on `/a` sees `/a/b` but
+/// not `/ab`.
+pub(crate) fn as_directory(mut key: String) -> String {
+    if !key.ends_with('/') {
+        key.push('/');
+    }
+    key
+}
+
+/// The end of the etcd range holding every key that starts with `prefix`
+/// (etcd's `GetPrefixRangeEnd`).
+pub(crate) fn prefix_range_end(prefix: &[u8]) -> Vec<u8> {
+    let mut end = prefix.to_vec();
+    while let Some(last) = end.pop() {
+        if last < 0xff {
+            end.push(last + 1);
+            return end;
+        }
+    }
+    // Every byte was 0xff: the range runs to the end of the keyspace.
+    vec![0]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    // TestPrefix
+    #[test]
+    fn path_prefix_is_cleaned_and_ends_with_a_slash() {
+        for (input, want) in [
+            ("custom/prefix", "/custom/prefix/"),
+            ("/custom//prefix//", "/custom/prefix/"),
+            ("/registry", "/registry/"),
+            ("", "/"),
+            ("/", "/"),
+        ] {
+            assert_eq!(path_prefix(input), want, "{input:?}");
+        }
+    }
+
+    // TestValidateKey
+    #[test]
+    fn keys_are_validated_like_kube_apiserver() {
+        let prefix = path_prefix("/first/second");
+        for (key, want) in [
+            ("/foo/bar/baz/a.b.c/", "/first/second/foo/bar/baz/a.b.c/"),
+            ("/foo", "/first/second/foo"),
+            ("foo/bar/baz", "/first/second/foo/bar/baz"),
+            ("/foo/bar..baz/", "/first/second/foo/bar..baz/"),
+            ("/foo/bar..", "/first/second/foo/bar.."),
+            ("foo", "/first/second/foo"),
+            ("foo/bar", "/first/second/foo/bar"),
+            ("/foo/bar/", "/first/second/foo/bar/"),
+            ("/pods//pod-1", "/first/second/pods//pod-1"),
+        ] {
+            assert_eq!(prepare_key(&prefix, key).unwrap(), want, "{key:?}");
+        }
+        for key in [
+            "/foo/bar/../a.b.c/",
+            "..",
+            "/..",
+            "../",
+            "/foo/bar/..",
+            "../foo/bar",
+            "/../foo",
+            "/foo/bar/../",
+            ".",
+            "/.",
+            "./",
+            "/./",
+            "/foo/.",
+            "./bar",
+            "/foo/./bar/",
+        ] {
+            let err = prepare_key(&prefix, key).unwrap_err();
+            assert_eq!(err.to_string(), format!("invalid key: {key:?}"));
+            assert_eq!(err.key(), key);
+        }
+        for key in ["", "/"] {
+            let err = prepare_key(&prefix, key).unwrap_err();
+            assert_eq!(err.to_string(), format!("empty key: {key:?}"));
+        }
+    }
+
+    #[test]
+    fn prefix_range_end_increments_the_last_byte() {
+        assert_eq!(prefix_range_end(b"/a/"), b"/a0".to_vec());
+        assert_eq!(prefix_range_end(b"a\xff"), b"b".to_vec());
+        assert_eq!(prefix_range_end(b"\xff\xff"), vec![0]);
+    }
+}

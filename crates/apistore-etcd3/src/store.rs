@@ -1,0 +1,511 @@
+//! The etcd3 store: the state shared by every operation, and get, create, count and
+//! readiness. Delete, guaranteed update, list and watch live in their own files.
+//!
+//! Follows `pkg/storage/etcd3/store.go` of k8s.io/apiserver v0.31.1.
+
+use std::fmt;
+use std::future::Future;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use apistore_storage::{
+    ApiObject, Codec, GetOptions, JsonCodec, Result, ResponseMeta, StorageError, Versioner,
+};
+use apistore_value::{IdentityTransformer, Transformer};
+use apistore_versioning::ApiObjectVersioner;
+use bytes::Bytes;
+use etcd_client::{Compare, CompareOp, GetOptions as EtcdGetOptions, KvClient, PutOptions, Txn, TxnOp};
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+
+use crate::client::EtcdClient;
+use crate::error::{from_etcd, timed_out};
+use crate::instrument::{Instrumentation, Operation};
+use crate::key::{as_directory, path_prefix, prefix_range_end, prepare_key};
+use crate::lease_manager::{LeaseManager, LeaseManagerConfig};
+
+/// How a store lays out and treats its objects.
+#[derive(Debug, Clone)]
+pub struct StoreConfig {
+    /// The prefix every key is stored under (kube-apiserver's `--etcd-prefix`, default
+    /// `/registry`).
+    pub prefix: String,
+    /// The group-resource string of the objects (`pods`, `deployments.apps`), used in
+    /// metrics and spans.
+    pub group_resource: String,
+    /// The key, relative to the prefix, under which all objects of this resource live
+    /// (`/pods`); used to read the current revision for watches.
+    pub resource_prefix: String,
+    /// Lease reuse for objects with a TTL.
+    pub lease: LeaseManagerConfig,
+    /// The longest one etcd request may take; `None` waits as long as etcd does.
+    pub request_timeout: Option<Duration>,
+}
+
+impl Default for StoreConfig {
+    fn default() -> Self {
+        Self {
+            prefix: "/registry".to_owned(),
+            group_resource: String::new(),
+            resource_prefix: String::new(),
+            lease: LeaseManagerConfig::default(),
+            request_timeout: None,
+        }
+    }
+}
+
+impl StoreConfig {
+    /// A config for one resource under the default `/registry` prefix: `resource` is the
+    /// group-resource string and, with a leading `/`, the resource prefix.
+    pub fn for_resource(resource: &str) -> Self {
+        Self {
+            group_resource: resource.to_owned(),
+            resource_prefix: format!("/{resource}"),
+            ..Self::default()
+        }
+    }
+}
+
+/// A store of `T` objects in etcd v3, behaving as kube-apiserver's etcd3 store.
+pub struct Etcd3Store<T> {
+    pub(crate) client: EtcdClient,
+    pub(crate) codec: Arc<dyn Codec<T>>,
+    pub(crate) transformer: Arc<dyn Transformer>,
+    pub(crate) path_prefix: Arc<str>,
+    pub(crate) resource_prefix: Arc<str>,
+    pub(crate) group_resource: Arc<str>,
+    pub(crate) lease_manager: Arc<LeaseManager>,
+    pub(crate) request_timeout: Option<Duration>,
+    pub(crate) versioner: ApiObjectVersioner,
+    pub(crate) instrumentation: Instrumentation,
+}
+
+impl<T> Clone for Etcd3Store<T> {
+    fn clone(&self) -> Self {
+        Self {
+            client: self.client.clone(),
+            codec: Arc::clone(&self.codec),
+            transformer: Arc::clone(&self.transformer),
+            path_prefix: Arc::clone(&self.path_prefix),
+            resource_prefix: Arc::clone(&self.resource_prefix),
+            group_resource: Arc::clone(&self.group_resource),
+            lease_manager: Arc::clone(&self.lease_manager),
+            request_timeout: self.request_timeout,
+            versioner: self.versioner,
+            instrumentation: self.instrumentation.clone(),
+        }
+    }
+}
+
+impl<T> fmt::Debug for Etcd3Store<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Etcd3Store")
+            .field("path_prefix", &self.path_prefix)
+            .field("group_resource", &self.group_resource)
+            .field("transformer", &self.transformer)
+            .finish_non_exhaustive()
+    }
+}
+
+/// What a delete or update knows about the object it works on.
+pub(crate) struct ObjState<T> {
+    pub(crate) obj: T,
+    pub(crate) meta: ResponseMeta,
+    /// The mod revision; 0 when the object does not exist.
+    pub(crate) rev: i64,
+    /// The plain (untransformed) stored bytes.
+    pub(crate) data: Bytes,
+    /// Whether the stored bytes were written with an old key and should be rewritten.
+    pub(crate) stale: bool,
+}
+
+impl<T> Etcd3Store<T>
+where
+    T: ApiObject + Clone + Default + Send + Sync + 'static,
+{
+    /// A store of `T` objects with the JSON codec and no encryption.
+    pub fn new(client: EtcdClient, config: StoreConfig) -> Self
+    where
+        T: Serialize + DeserializeOwned,
+    {
+        Self::with_parts(
+            client,
+            config,
+            Arc::new(JsonCodec::<T>::new()),
+            Arc::new(IdentityTransformer),
+        )
+    }
+
+    /// A store with an explicit codec and value transformer.
+    pub fn with_parts(
+        client: EtcdClient,
+        config: StoreConfig,
+        codec: Arc<dyn Codec<T>>,
+        transformer: Arc<dyn Transformer>,
+    ) -> Self {
+        Self {
+            client,
+            codec,
+            transformer,
+            path_prefix: path_prefix(&config.prefix).into(),
+            resource_prefix: config.resource_prefix.into(),
+            group_resource: config.group_resource.into(),
+            lease_manager: Arc::new(LeaseManager::new(config.lease)),
+            request_timeout: config.request_timeout,
+            versioner: ApiObjectVersioner,
+            instrumentation: Instrumentation::default(),
+        }
+    }
+
+    /// Replaces the value transformer (builder style).
+    pub fn with_transformer(mut self, transformer: Arc<dyn Transformer>) -> Self {
+        self.transformer = transformer;
+        self
+    }
+
+    /// The value transformer.
+    pub fn transformer(&self) -> &Arc<dyn Transformer> {
+        &self.transformer
+    }
+
+    /// The normalised path prefix every key is joined to (`/registry/`).
+    pub fn path_prefix(&self) -> &str {
+        &self.path_prefix
+    }
+
+    /// The group-resource string of this store.
+    pub fn group_resource(&self) -> &str {
+        &self.group_resource
+    }
+
+    /// The etcd key a caller's key maps to, after validation.
+    pub fn prepare_key(&self, key: &str) -> Result<String> {
+        prepare_key(&self.path_prefix, key)
+    }
+
+    pub(crate) fn kv(&self) -> KvClient {
+        self.client.inner.kv_client()
+    }
+
+    /// Runs one etcd request with the store's timeout, metrics and error mapping.
+    pub(crate) async fn call<R, F>(&self, key: &str, operation: Operation, request: F) -> Result<R>
+    where
+        F: Future<Output = Result<R, etcd_client::Error>>,
+    {
+        let started = Instant::now();
+        let outcome = match self.request_timeout {
+            Some(limit) => match tokio::time::timeout(limit, request).await {
+                Ok(outcome) => outcome.map_err(|e| from_etcd(key, e)),
+                Err(_) => Err(timed_out(key, limit)),
+            },
+            None => request.await.map_err(|e| from_etcd(key, e)),
+        };
+        self.instrumentation.record_etcd_request(
+            operation,
+            self.type_label(operation, key),
+            outcome.is_ok(),
+            started.elapsed(),
+        );
+        outcome
+    }
+
+    /// The `type` label of `etcd_request_*` metrics: the group-resource, except for
+    /// counts, which kube-apiserver labels with the prepared key.
+    fn type_label<'a>(&'a self, operation: Operation, key: &'a str) -> &'a str {
+        if operation == Operation::ListWithCount {
+            key
+        } else {
+            &self.group_resource
+        }
+    }
+
+    /// Like [`Self::call`] but hands back the raw etcd error, for callers that interpret
+    /// some errors themselves (compaction on lists).
+    pub(crate) async fn call_raw<R, F>(
+        &self,
+        key: &str,
+        operation: Operation,
+        request: F,
+    ) -> Result<Result<R, etcd_client::Error>>
+    where
+        F: Future<Output = Result<R, etcd_client::Error>>,
+    {
+        let started = Instant::now();
+        let outcome = match self.request_timeout {
+            Some(limit) => match tokio::time::timeout(limit, request).await {
+                Ok(outcome) => outcome,
+                Err(_) => {
+                    self.instrumentation.record_etcd_request(
+                        operation,
+                        &self.group_resource,
+                        false,
+                        started.elapsed(),
+                    );
+                    return Err(timed_out(key, limit));
+                }
+            },
+            None => request.await,
+        };
+        self.instrumentation.record_etcd_request(
+            operation,
+            &self.group_resource,
+            outcome.is_ok(),
+            started.elapsed(),
+        );
+        Ok(outcome)
+    }
+
+    /// Reads stored bytes back to plain bytes; a failure is an internal error naming the key.
+    pub(crate) fn transform_from_storage(&self, key: &str, value: Bytes) -> Result<(Bytes, bool)> {
+        match self.transformer.transform_from_storage(value, key.as_bytes()) {
+            Ok(plain) => Ok((plain.data, plain.stale)),
+            Err(err) => Err(StorageError::Internal {
+                key: key.to_owned(),
+                message: format!("unable to transform key {key:?}: {err}"),
+                source: Some(Box::new(err)),
+            }),
+        }
+    }
+
+    /// Prepares plain bytes for storage; a failure is an internal error naming the key.
+    pub(crate) fn transform_to_storage(&self, key: &str, data: Bytes) -> Result<Bytes> {
+        self.transformer
+            .transform_to_storage(data, key.as_bytes())
+            .map_err(|err| StorageError::Internal {
+                key: key.to_owned(),
+                message: format!("unable to transform key {key:?} for storage: {err}"),
+                source: Some(Box::new(err)),
+            })
+    }
+
+    /// Decodes plain bytes and stamps the revision as resourceVersion.
+    pub(crate) fn decode(&self, key: &str, data: &[u8], rev: i64) -> Result<T> {
+        let mut obj = self.codec.decode(data).map_err(|err| {
+            self.instrumentation.record_decode_error(&self.group_resource);
+            StorageError::Internal {
+                key: key.to_owned(),
+                message: format!("unable to decode {key:?}: {err}"),
+                source: Some(Box::new(err)),
+            }
+        })?;
+        self.set_revision(&mut obj, rev);
+        Ok(obj)
+    }
+
+    /// Encodes an object for storage (resourceVersion and selfLink cleared).
+    pub(crate) fn encode(&self, key: &str, obj: &mut T) -> Result<Bytes> {
+        self.versioner.prepare_object_for_storage(obj)?;
+        self.codec.encode(obj).map_err(|err| StorageError::Internal {
+            key: key.to_owned(),
+            message: format!("unable to encode {key:?}: {err}"),
+            source: Some(Box::new(err)),
+        })
+    }
+
+    pub(crate) fn set_revision(&self, obj: &mut T, rev: i64) {
+        // Setting a resourceVersion cannot fail for our versioner; a revision is never
+        // negative in etcd.
+        let _ = self.versioner.update_object(obj, rev.max(0).unsigned_abs());
+    }
+
+    /// The TTL option of a write: a (possibly reused) lease for `ttl` seconds.
+    pub(crate) async fn put_options(&self, key: &str, ttl: u64) -> Result<Option<PutOptions>> {
+        if ttl == 0 {
+            return Ok(None);
+        }
+        let ttl = i64::try_from(ttl).map_err(|_| {
+            StorageError::bad_request(key, format!("ttl {ttl} is out of range"))
+        })?;
+        let mut lease_client = self.client.inner.lease_client();
+        let (id, previous_count) = self
+            .call(key, Operation::Lease, self.lease_manager.get_lease(&mut lease_client, ttl))
+            .await?;
+        if let Some(count) = previous_count {
+            self.instrumentation.observe_lease_object_count(count);
+        }
+        Ok(Some(PutOptions::new().with_lease(id)))
+    }
+
+    /// Reads the current state of `key` (a `get` in metrics).
+    pub(crate) async fn current_state(&self, key: &str, ignore_not_found: bool) -> Result<ObjState<T>> {
+        let mut kv = self.kv();
+        let response = self
+            .call(key, Operation::Get, kv.get(key, None))
+            .await?;
+        self.state_from_response(key, response, ignore_not_found)
+    }
+
+    /// Builds an object state from a range response over one key.
+    pub(crate) fn state_from_response(
+        &self,
+        key: &str,
+        mut response: etcd_client::GetResponse,
+        ignore_not_found: bool,
+    ) -> Result<ObjState<T>> {
+        let Some(kv) = response.take_kvs().into_iter().next() else {
+            if !ignore_not_found {
+                return Err(StorageError::not_found(key));
+            }
+            return Ok(ObjState {
+                obj: T::default(),
+                meta: ResponseMeta::default(),
+                rev: 0,
+                data: Bytes::new(),
+                stale: false,
+            });
+        };
+        let rev = kv.mod_revision();
+        let (_, value) = kv.into_key_value();
+        let (data, stale) = self.transform_from_storage(key, Bytes::from(value))?;
+        let obj = self.decode(key, &data, rev)?;
+        Ok(ObjState {
+            obj,
+            meta: ResponseMeta {
+                ttl: 0,
+                resource_version: rev.max(0).unsigned_abs(),
+            },
+            rev,
+            data,
+            stale,
+        })
+    }
+
+    /// The state of a caller's cached object: its resourceVersion and its encoding.
+    pub(crate) fn state_from_object(&self, key: &str, mut obj: T) -> Result<ObjState<T>> {
+        let rv = self.versioner.object_resource_version(&obj).map_err(|err| {
+            StorageError::Internal {
+                key: key.to_owned(),
+                message: format!("couldn't get resource version: {err}"),
+                source: Some(Box::new(err)),
+            }
+        })?;
+        let rev = i64::try_from(rv).map_err(|_| {
+            StorageError::bad_request(key, format!("resource version {rv} is out of range"))
+        })?;
+        let data = self.encode(key, &mut obj)?;
+        self.set_revision(&mut obj, rev);
+        Ok(ObjState {
+            obj,
+            meta: ResponseMeta {
+                ttl: 0,
+                resource_version: rv,
+            },
+            rev,
+            data,
+            stale: false,
+        })
+    }
+
+    /// Fails with too-large-resourceVersion when the caller asked for a revision etcd has
+    /// not reached.
+    pub(crate) fn validate_minimum_resource_version(
+        &self,
+        key: &str,
+        minimum: &str,
+        actual: i64,
+    ) -> Result<()> {
+        if minimum.is_empty() {
+            return Ok(());
+        }
+        let minimum_rv = self.versioner.parse_resource_version(minimum).map_err(|err| {
+            StorageError::bad_request(key, format!("invalid resource version: {err}"))
+        })?;
+        let actual = actual.max(0).unsigned_abs();
+        if minimum_rv > actual {
+            return Err(StorageError::ResourceVersionTooLarge {
+                key: key.to_owned(),
+                requested: minimum_rv,
+                current: actual,
+                retry_after_seconds: 0,
+            });
+        }
+        Ok(())
+    }
+
+    /// Get: always the latest value, then the minimum-resourceVersion check (before the
+    /// existence check, so a too-large version on a missing key is too large, not missing).
+    pub(crate) async fn get_object(&self, key: &str, options: &GetOptions) -> Result<T> {
+        let prepared = self.prepare_key(key)?;
+        let mut kv = self.kv();
+        let mut response = self
+            .call(&prepared, Operation::Get, kv.get(prepared.as_str(), None))
+            .await?;
+        let revision = response.header().map_or(0, |h| h.revision());
+        self.validate_minimum_resource_version(&prepared, &options.resource_version, revision)?;
+        let Some(kv) = response.take_kvs().into_iter().next() else {
+            if options.ignore_not_found {
+                return Ok(T::default());
+            }
+            return Err(StorageError::not_found(prepared));
+        };
+        let rev = kv.mod_revision();
+        let (_, value) = kv.into_key_value();
+        let (data, _) = self.transform_from_storage(&prepared, Bytes::from(value))?;
+        self.decode(&prepared, &data, rev)
+    }
+
+    /// Create: a transaction on "mod revision is 0"; the object comes back with the
+    /// revision of the put.
+    pub(crate) async fn create_object(&self, key: &str, mut obj: T, ttl: u64) -> Result<T> {
+        let prepared = self.prepare_key(key)?;
+        let mut trace = self.instrumentation.create_span(key, &self.group_resource);
+        if matches!(self.versioner.object_resource_version(&obj), Ok(v) if v != 0) {
+            return Err(StorageError::ResourceVersionSetOnCreate { key: prepared });
+        }
+        trace.event("About to Encode");
+        let data = match self.encode(&prepared, &mut obj) {
+            Ok(data) => data,
+            Err(err) => {
+                trace.event_with("Encode failed", &[("len", "0"), ("err", &err.to_string())]);
+                return Err(err);
+            }
+        };
+        trace.event_with("Encode succeeded", &[("len", &data.len().to_string())]);
+        let put_options = self.put_options(&prepared, ttl).await?;
+        let stored = match self.transform_to_storage(&prepared, data.clone()) {
+            Ok(stored) => stored,
+            Err(err) => {
+                trace.event_with("TransformToStorage failed", &[("err", &err.to_string())]);
+                return Err(err);
+            }
+        };
+        trace.event("TransformToStorage succeeded");
+        let txn = Txn::new()
+            .when([Compare::mod_revision(prepared.as_str(), CompareOp::Equal, 0)])
+            .and_then([TxnOp::put(prepared.as_str(), Vec::from(stored), put_options)]);
+        let mut kv = self.kv();
+        let response = match self.call(&prepared, Operation::Create, kv.txn(txn)).await {
+            Ok(response) => response,
+            Err(err) => {
+                trace.event_with("Txn call failed", &[("err", &err.to_string())]);
+                return Err(err);
+            }
+        };
+        trace.event("Txn call succeeded");
+        if !response.succeeded() {
+            return Err(StorageError::KeyExists {
+                key: prepared,
+                resource_version: 0,
+            });
+        }
+        let revision = response.header().map_or(0, |h| h.revision());
+        // The object we encoded is what was stored: stamping its revision gives what
+        // decoding the stored bytes would, without the decode.
+        self.set_revision(&mut obj, revision);
+        trace.event_with("decode succeeded", &[("len", &data.len().to_string())]);
+        Ok(obj)
+    }
+
+    /// Count: a count-only range over `key/`.
+    pub(crate) async fn count_objects(&self, key: &str) -> Result<i64> {
+        let prepared = as_directory(self.prepare_key(key)?);
+        let options = EtcdGetOptions::new()
+            .with_range(prefix_range_end(prepared.as_bytes()))
+            .with_count_only();
+        let mut kv = self.kv();
+        let response = self
+            .call(&prepared, Operation::ListWithCount, kv.get(prepared.as_str(), Some(options)))
+            .await?;
+        Ok(response.count())
+    }
+}

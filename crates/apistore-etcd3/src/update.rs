@@ -1,0 +1,156 @@
+//! Guaranteed update: read, apply the caller's function, compare-and-swap on the mod
+//! revision, retry on conflict. Follows `GuaranteedUpdate` in kube-apiserver's
+//! `etcd3/store.go`, including its cached-object and stale-data rules.
+
+use apistore_storage::{ApiObject, ResponseMeta, Result, StorageError, Update, UpdateOptions};
+use etcd_client::{Compare, CompareOp, Txn, TxnOp, TxnOpResponse, TxnResponse};
+
+use crate::instrument::Operation;
+use crate::store::{Etcd3Store, ObjState};
+
+impl<T> Etcd3Store<T>
+where
+    T: ApiObject + Clone + Default + Send + Sync + 'static,
+{
+    pub(crate) async fn guaranteed_update_object<F>(
+        &self,
+        key: &str,
+        options: UpdateOptions<T>,
+        mut try_update: F,
+    ) -> Result<T>
+    where
+        F: FnMut(T, &ResponseMeta) -> Result<Update<T>> + Send,
+    {
+        let prepared = self.prepare_key(key)?;
+        let mut trace = self.instrumentation.update_span(key, &self.group_resource);
+        let ignore_not_found = options.ignore_not_found;
+        let (mut state, mut is_current) = match options.cached_existing_object {
+            Some(cached) => (self.state_from_object(&prepared, cached)?, false),
+            None => (self.current_state(&prepared, ignore_not_found).await?, true),
+        };
+        trace.event("initial value restored");
+
+        loop {
+            if let Some(preconditions) = &options.preconditions {
+                if let Err(err) = preconditions.check(&prepared, &state.obj) {
+                    if is_current {
+                        return Err(err);
+                    }
+                    // The cached object may just be old: decide on the current one.
+                    state = self.current_state(&prepared, ignore_not_found).await?;
+                    is_current = true;
+                    continue;
+                }
+            }
+
+            let ObjState {
+                obj,
+                meta,
+                mut rev,
+                data: mut stored_data,
+                mut stale,
+            } = state;
+            let Update { object, ttl } = match try_update(obj, &meta) {
+                Ok(update) => update,
+                Err(err) => {
+                    if is_current {
+                        return Err(err);
+                    }
+                    let cached_rev = rev;
+                    state = self.current_state(&prepared, ignore_not_found).await?;
+                    is_current = true;
+                    if cached_rev == state.rev {
+                        // The cached object was current after all: its error stands.
+                        return Err(err);
+                    }
+                    continue;
+                }
+            };
+            let mut object = object;
+            let ttl = ttl.unwrap_or(0);
+
+            trace.event("About to Encode");
+            let data = match self.encode(&prepared, &mut object) {
+                Ok(data) => data,
+                Err(err) => {
+                    trace.event_with("Encode failed", &[("len", "0"), ("err", &err.to_string())]);
+                    return Err(err);
+                }
+            };
+            trace.event_with("Encode succeeded", &[("len", &data.len().to_string())]);
+
+            if !stale && data == stored_data {
+                if !is_current {
+                    // A cached object let us skip the read: make sure etcd really holds
+                    // these bytes before deciding there is nothing to write.
+                    let fresh = self.current_state(&prepared, ignore_not_found).await?;
+                    is_current = true;
+                    if data != fresh.data {
+                        state = fresh;
+                        continue;
+                    }
+                    rev = fresh.rev;
+                    stale = fresh.stale;
+                    stored_data = fresh.data;
+                }
+                if !stale {
+                    // Nothing changed: no write. The result is the stored object, which
+                    // encodes to exactly these bytes.
+                    self.set_revision(&mut object, rev);
+                    return Ok(object);
+                }
+            }
+            drop(stored_data);
+
+            let stored = match self.transform_to_storage(&prepared, data.clone()) {
+                Ok(stored) => stored,
+                Err(err) => {
+                    trace.event_with("TransformToStorage failed", &[("err", &err.to_string())]);
+                    return Err(err);
+                }
+            };
+            trace.event("TransformToStorage succeeded");
+            let put_options = self.put_options(&prepared, ttl).await?;
+            trace.event("Transaction prepared");
+
+            let txn = Txn::new()
+                .when([Compare::mod_revision(prepared.as_str(), CompareOp::Equal, rev)])
+                .and_then([TxnOp::put(prepared.as_str(), Vec::from(stored), put_options)])
+                .or_else([TxnOp::get(prepared.as_str(), None)]);
+            let mut kv = self.kv();
+            let response = match self.call(&prepared, Operation::Update, kv.txn(txn)).await {
+                Ok(response) => response,
+                Err(err) => {
+                    trace.event_with("Txn call failed", &[("err", &err.to_string())]);
+                    return Err(err);
+                }
+            };
+            trace.event("Txn call completed");
+            trace.event("Transaction committed");
+            if !response.succeeded() {
+                // Someone wrote first: the else branch read the new value, retry on it.
+                let current = else_get(&prepared, &response)?;
+                state = self.state_from_response(&prepared, current, ignore_not_found)?;
+                trace.event("Retry value restored");
+                is_current = true;
+                continue;
+            }
+            let revision = response.header().map_or(0, |h| h.revision());
+            self.set_revision(&mut object, revision);
+            trace.event_with("decode succeeded", &[("len", &data.len().to_string())]);
+            return Ok(object);
+        }
+    }
+}
+
+/// The range response of a transaction's else branch.
+pub(crate) fn else_get(key: &str, response: &TxnResponse) -> Result<etcd_client::GetResponse> {
+    match response.op_responses().into_iter().next() {
+        Some(TxnOpResponse::Get(get)) => Ok(get),
+        other => Err(StorageError::Internal {
+            key: key.to_owned(),
+            message: format!("unexpected etcd transaction response: {other:?}"),
+            source: None,
+        }),
+    }
+}
