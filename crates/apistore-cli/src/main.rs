@@ -1,2 +1,40 @@
-//! The apistore command (being built).
-fn main() {}
+//! The `apistore` command: objects in etcd, read and written the way kube-apiserver does.
+
+mod args;
+mod commands;
+mod output;
+
+use std::process::ExitCode;
+
+use clap::Parser;
+
+use crate::args::Cli;
+use crate::commands::CliError;
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+    {
+        Ok(runtime) => runtime,
+        Err(err) => {
+            eprintln!("InternalError: cannot start the async runtime: {err}");
+            return ExitCode::from(1);
+        }
+    };
+    match runtime.block_on(commands::run(cli)) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(err) => {
+            eprintln!("{}", one_line(&err));
+            ExitCode::from(err.exit_code())
+        }
+    }
+}
+
+/// The error as one line: kube-apiserver's reason, then the message.
+fn one_line(err: &CliError) -> String {
+    let text = format!("{}: {}", err.reason(), err);
+    text.replace('\n', " ")
+}

@@ -32,8 +32,6 @@ pub enum ConnectError {
 
 /// etcd's message when a read asks for a compacted revision.
 pub(crate) const COMPACTED: &str = "required revision has been compacted";
-/// etcd's message when a read asks for a revision it has not reached.
-pub(crate) const FUTURE_REVISION: &str = "required revision is a future revision";
 
 /// Maps an etcd client error for an operation on `key` to a storage error.
 pub(crate) fn from_etcd(key: &str, err: etcd_client::Error) -> StorageError {
@@ -77,9 +75,4 @@ pub(crate) fn timed_out(key: &str, after: Duration) -> StorageError {
 /// Whether an etcd error says the revision asked for was compacted.
 pub(crate) fn is_compacted(err: &etcd_client::Error) -> bool {
     err.to_string().contains(COMPACTED)
-}
-
-/// Whether an etcd error says the revision asked for is in the future.
-pub(crate) fn is_future_revision(err: &etcd_client::Error) -> bool {
-    err.to_string().contains(FUTURE_REVISION)
 }

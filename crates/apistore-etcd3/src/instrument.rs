@@ -47,6 +47,12 @@ impl Instrumentation {
     pub(crate) fn update_span(&self, _key: &str, _resource: &str) -> Trace {
         Trace {}
     }
+
+    pub(crate) fn list_span(&self, _key: &str, _options: &apistore_storage::ListOptions) -> Trace {
+        Trace {}
+    }
+
+    pub(crate) fn record_list(&self, _resource: &str, _fetched: usize, _evaluated: usize, _returned: usize) {}
 }
 
 /// The steps of one traced operation.

@@ -32,6 +32,7 @@ mod error;
 mod instrument;
 mod key;
 mod lease_manager;
+mod list;
 mod store;
 mod update;
 
@@ -79,13 +80,8 @@ where
         self.guaranteed_update_object(key, options, try_update).await
     }
 
-    async fn list(&self, key: &str, _options: &ListOptions) -> Result<ObjectList<T>> {
-        let prepared = self.prepare_key(key)?;
-        Err(StorageError::Internal {
-            key: prepared,
-            message: "list is not implemented yet".to_owned(),
-            source: None,
-        })
+    async fn list(&self, key: &str, options: &ListOptions) -> Result<ObjectList<T>> {
+        self.list_objects(key, options).await
     }
 
     async fn watch(&self, key: &str, _options: &ListOptions) -> Result<WatchStream<T>> {

@@ -143,7 +143,7 @@ pub enum StorageError {
         problem: &'static str,
     },
     /// A field of the request is invalid.
-    #[error("{field}: Invalid value: {value:?}: {message} (key {key:?})")]
+    #[error("{field}: Invalid value: {value:?}: {message}{}", key_suffix(key))]
     Invalid {
         /// The key of the request.
         key: String,
@@ -422,6 +422,16 @@ impl StorageError {
     }
 }
 
+/// ` (key "...")` when the key is known: errors raised before a key exists (parsing a
+/// resourceVersion on its own) say nothing about it.
+fn key_suffix(key: &str) -> String {
+    if key.is_empty() {
+        String::new()
+    } else {
+        format!(" (key {key:?})")
+    }
+}
+
 impl fmt::Display for ErrorKind {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         fmt::Debug::fmt(self, f)
@@ -527,7 +537,11 @@ mod tests {
         ];
         for (err, code, reason) in cases {
             let status = err.status();
-            assert_eq!((status.code, status.reason.as_str()), (code, reason), "{err}");
+            assert_eq!(
+                (status.code, status.reason.as_str()),
+                (code, reason),
+                "{err}"
+            );
             assert_eq!(err.key(), "k");
         }
     }

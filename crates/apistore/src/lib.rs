@@ -1,1 +1,43 @@
-//! apistore facade (being built).
+//! apistore: typed Kubernetes-style API objects in etcd v3, kept exactly the way
+//! kube-apiserver keeps them (k8s.io/apiserver v0.31.1, `pkg/storage`).
+//!
+//! This is the facade: it re-exports every layer and builds ready stores from one
+//! configuration.
+//!
+//! ```no_run
+//! use apistore::{ApiStore, DynamicObject, GetOptions, Storage};
+//!
+//! # async fn run() -> Result<(), Box<dyn std::error::Error>> {
+//! let api = ApiStore::builder().endpoints(["http://127.0.0.1:2379"]).build().await?;
+//! let widgets = api.dynamic_store("widgets.example.com");
+//! let w = DynamicObject::new("example.com/v1", "Widget", "w1").within("default");
+//! let created = widgets.create("widgets.example.com/default/w1", w, 0).await?;
+//! let read = widgets.get("widgets.example.com/default/w1", &GetOptions::default()).await?;
+//! assert_eq!(created.metadata.resource_version, read.metadata.resource_version);
+//! # Ok(()) }
+//! ```
+
+mod builder;
+
+pub use builder::{ApiStore, ApiStoreBuilder, BuildError};
+
+#[doc(inline)]
+pub use apistore_etcd3::{
+    ClientConfig, ConnectError, Etcd3Store, EtcdClient, LeaseManagerConfig, StoreConfig,
+};
+#[doc(inline)]
+pub use apistore_storage::*;
+
+/// The layers, for what the facade does not re-export at the top.
+pub mod layers {
+    #[doc(inline)]
+    pub use apistore_etcd3 as etcd3;
+    #[doc(inline)]
+    pub use apistore_storage as storage;
+    #[doc(inline)]
+    pub use apistore_telemetry as telemetry;
+    #[doc(inline)]
+    pub use apistore_value as value;
+    #[doc(inline)]
+    pub use apistore_versioning as versioning;
+}

@@ -1,0 +1,141 @@
+//! The command line, as clap sees it.
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+
+/// Read, write, list and watch Kubernetes-style API objects in etcd, exactly as
+/// kube-apiserver stores them.
+///
+/// Keys are relative to the prefix: `configmaps/default/cm1` is stored at
+/// `/registry/configmaps/default/cm1`. Exit codes: 0 success, 1 a storage error (one
+/// line on stderr starting with kube-apiserver's reason), 2 a usage error.
+#[derive(Debug, Parser)]
+#[command(name = "apistore", version, propagate_version = true)]
+pub(crate) struct Cli {
+    #[command(flatten)]
+    pub(crate) global: GlobalArgs,
+    #[command(subcommand)]
+    pub(crate) command: Command,
+}
+
+/// Options every command takes, before or after the subcommand.
+#[derive(Debug, Args)]
+pub(crate) struct GlobalArgs {
+    /// etcd endpoints, comma-separated.
+    #[arg(
+        long,
+        global = true,
+        env = "APISTORE_ENDPOINTS",
+        default_value = "http://127.0.0.1:2379",
+        value_delimiter = ','
+    )]
+    pub(crate) endpoints: Vec<String>,
+    /// The key prefix (kube-apiserver's --etcd-prefix).
+    #[arg(long, global = true, default_value = "/registry")]
+    pub(crate) prefix: String,
+    /// Output format.
+    #[arg(short = 'o', long = "output", global = true, value_enum, default_value_t = OutputFormat::Yaml)]
+    pub(crate) output: OutputFormat,
+    /// Seconds one etcd request may take.
+    #[arg(long, global = true, default_value_t = 30)]
+    pub(crate) request_timeout: u64,
+}
+
+/// How objects are printed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub(crate) enum OutputFormat {
+    /// JSON, pretty-printed.
+    Json,
+    /// YAML.
+    Yaml,
+}
+
+#[derive(Debug, Subcommand)]
+pub(crate) enum Command {
+    /// Create an object from a JSON or YAML file and print it with its resourceVersion.
+    #[command(after_help = "Example:\n  apistore create configmaps/default/cm1 -f cm.yaml")]
+    Create {
+        /// The key, relative to the prefix.
+        key: String,
+        /// The file to read (`-` for stdin).
+        #[arg(short = 'f', long = "filename")]
+        file: PathBuf,
+    },
+    /// Print the object under a key.
+    #[command(after_help = "Example:\n  apistore get configmaps/default/cm1 -o json")]
+    Get {
+        /// The key, relative to the prefix.
+        key: String,
+        /// The minimum resourceVersion the answer must reflect.
+        #[arg(long = "rv")]
+        resource_version: Option<String>,
+    },
+    /// Replace an object by guaranteed update. A resourceVersion in the file must match
+    /// the stored one (as with `kubectl replace`); without one the update is
+    /// unconditional.
+    #[command(after_help = "Example:\n  apistore update configmaps/default/cm1 -f cm.yaml --precondition-uid 1234")]
+    Update {
+        /// The key, relative to the prefix.
+        key: String,
+        /// The file to read (`-` for stdin).
+        #[arg(short = 'f', long = "filename")]
+        file: PathBuf,
+        #[command(flatten)]
+        preconditions: PreconditionArgs,
+    },
+    /// Delete the object under a key and print its last state.
+    #[command(after_help = "Example:\n  apistore delete configmaps/default/cm1 --precondition-rv 42")]
+    Delete {
+        /// The key, relative to the prefix.
+        key: String,
+        #[command(flatten)]
+        preconditions: PreconditionArgs,
+    },
+    /// Print how many objects are under a prefix.
+    #[command(after_help = "Example:\n  apistore count configmaps/default")]
+    Count {
+        /// The prefix, relative to the store prefix.
+        #[arg(value_name = "PREFIX")]
+        key_prefix: String,
+    },
+    /// List the objects under a prefix as a `List`.
+    #[command(after_help = "Examples:\n  apistore list configmaps --limit 500\n  apistore list pods/default -l app=web --all")]
+    List {
+        /// The prefix, relative to the store prefix.
+        #[arg(value_name = "PREFIX")]
+        key_prefix: String,
+        /// The most items per page (0: no limit).
+        #[arg(long, default_value_t = 0)]
+        limit: i64,
+        /// A continue token from a previous page.
+        #[arg(long = "continue")]
+        continue_token: Option<String>,
+        /// The resourceVersion to list at.
+        #[arg(long = "rv")]
+        resource_version: Option<String>,
+        /// How the resourceVersion is matched.
+        #[arg(long = "rv-match", value_parser = ["Exact", "NotOlderThan"])]
+        resource_version_match: Option<String>,
+        /// A label selector, e.g. `app=web,tier!=db`.
+        #[arg(short = 'l', long = "selector")]
+        selector: Option<String>,
+        /// A field selector, e.g. `metadata.name=cm1`.
+        #[arg(long = "field-selector")]
+        field_selector: Option<String>,
+        /// Follow continue tokens to the end and print every item.
+        #[arg(long)]
+        all: bool,
+    },
+}
+
+/// Conditions the stored object must meet.
+#[derive(Debug, Args)]
+pub(crate) struct PreconditionArgs {
+    /// The object's uid must be this.
+    #[arg(long = "precondition-uid")]
+    pub(crate) uid: Option<String>,
+    /// The object's resourceVersion must be this.
+    #[arg(long = "precondition-rv")]
+    pub(crate) resource_version: Option<String>,
+}

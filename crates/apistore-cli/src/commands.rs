@@ -1,0 +1,215 @@
+//! What each command does.
+
+use std::io::Read;
+use std::path::Path;
+use std::time::Duration;
+
+use apistore::{
+    ApiStore, BuildError, DeleteOptions, DynamicObject, FieldSelector, GetOptions, LabelSelector,
+    ListOptions, ObjectList, Preconditions, ResourceVersionMatch, Storage, StorageError,
+    UpdateOptions,
+};
+
+use crate::args::{Cli, Command, GlobalArgs, PreconditionArgs};
+use crate::output::print;
+
+/// Why a command failed.
+#[derive(Debug)]
+pub(crate) enum CliError {
+    /// The store refused or failed the request.
+    Storage(StorageError),
+    /// etcd could not be reached.
+    Connect(BuildError),
+    /// The input (a file, a selector, a key) is unusable.
+    Input(String),
+    /// The result could not be printed.
+    Output(String),
+}
+
+impl std::fmt::Display for CliError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Storage(err) => write!(f, "{err}"),
+            Self::Connect(err) => write!(f, "{err}"),
+            Self::Input(message) | Self::Output(message) => f.write_str(message),
+        }
+    }
+}
+
+impl From<StorageError> for CliError {
+    fn from(err: StorageError) -> Self {
+        Self::Storage(err)
+    }
+}
+
+impl CliError {
+    /// kube-apiserver's reason for this error.
+    pub(crate) fn reason(&self) -> String {
+        match self {
+            Self::Storage(err) => err.status().reason,
+            Self::Connect(_) => "ServiceUnavailable".to_owned(),
+            Self::Input(_) => "BadRequest".to_owned(),
+            Self::Output(_) => "InternalError".to_owned(),
+        }
+    }
+
+    /// The process exit code (2 is left to usage errors).
+    pub(crate) fn exit_code(&self) -> u8 {
+        1
+    }
+}
+
+pub(crate) async fn run(cli: Cli) -> Result<(), CliError> {
+    let api = connect(&cli.global).await?;
+    let format = cli.global.output;
+    match cli.command {
+        Command::Create { key, file } => {
+            let object = read_object(&file)?;
+            let store = api.dynamic_store(resource_of(&key)?);
+            print(format, &store.create(&key, object, 0).await?)
+        }
+        Command::Get {
+            key,
+            resource_version,
+        } => {
+            let store = api.dynamic_store(resource_of(&key)?);
+            let options = GetOptions {
+                ignore_not_found: false,
+                resource_version: resource_version.unwrap_or_default(),
+            };
+            print(format, &store.get(&key, &options).await?)
+        }
+        Command::Update {
+            key,
+            file,
+            preconditions,
+        } => {
+            let desired = read_object(&file)?;
+            let store = api.dynamic_store(resource_of(&key)?);
+            let etcd_key = store.prepare_key(&key)?;
+            let wanted_rv = desired.metadata.resource_version.clone();
+            let options = UpdateOptions {
+                preconditions: preconditions_of(preconditions),
+                ..UpdateOptions::default()
+            };
+            let updated = store
+                .guaranteed_update(&key, options, move |current, _| {
+                    // Like `kubectl replace`: a resourceVersion in the file is a condition.
+                    if !wanted_rv.is_empty() && wanted_rv != current.metadata.resource_version {
+                        return Err(StorageError::conflict(
+                            etcd_key.clone(),
+                            format!(
+                                "the object has been modified; please apply your changes to the latest version and try again (file has resourceVersion {wanted_rv}, stored is {})",
+                                current.metadata.resource_version
+                            ),
+                        ));
+                    }
+                    Ok(desired.clone().into())
+                })
+                .await?;
+            print(format, &updated)
+        }
+        Command::Delete { key, preconditions } => {
+            let store = api.dynamic_store(resource_of(&key)?);
+            let options = DeleteOptions {
+                preconditions: preconditions_of(preconditions),
+                ..DeleteOptions::default()
+            };
+            print(format, &store.delete(&key, options).await?)
+        }
+        Command::Count { key_prefix: prefix } => {
+            let store = api.dynamic_store(resource_of(&prefix)?);
+            let count = store.count(&prefix).await?;
+            println!("{count}");
+            Ok(())
+        }
+        Command::List {
+            key_prefix: prefix,
+            limit,
+            continue_token,
+            resource_version,
+            resource_version_match,
+            selector,
+            field_selector,
+            all,
+        } => {
+            let store = api.dynamic_store(resource_of(&prefix)?);
+            let mut options = ListOptions {
+                resource_version: resource_version.unwrap_or_default(),
+                resource_version_match: resource_version_match
+                    .as_deref()
+                    .unwrap_or_default()
+                    .parse::<ResourceVersionMatch>()
+                    .map_err(|e| CliError::Input(e.to_string()))?,
+                recursive: true,
+                ..ListOptions::default()
+            };
+            options.predicate.limit = limit;
+            options.predicate.continue_token = continue_token.unwrap_or_default();
+            if let Some(text) = selector {
+                options.predicate.label =
+                    LabelSelector::parse(&text).map_err(|e| CliError::Input(e.to_string()))?;
+            }
+            if let Some(text) = field_selector {
+                options.predicate.field =
+                    FieldSelector::parse(&text).map_err(|e| CliError::Input(e.to_string()))?;
+            }
+            let mut list: ObjectList<DynamicObject> = store.list(&prefix, &options).await?;
+            while all && !list.metadata.continue_token.is_empty() {
+                options.predicate.continue_token = std::mem::take(&mut list.metadata.continue_token);
+                // A continued list takes its revision from the token.
+                options.resource_version.clear();
+                options.resource_version_match = ResourceVersionMatch::Unset;
+                let next = store.list(&prefix, &options).await?;
+                list.items.extend(next.items);
+                list.metadata.continue_token = next.metadata.continue_token;
+                list.metadata.remaining_item_count = next.metadata.remaining_item_count;
+            }
+            print(format, &list)
+        }
+    }
+}
+
+async fn connect(global: &GlobalArgs) -> Result<ApiStore, CliError> {
+    ApiStore::builder()
+        .endpoints(global.endpoints.iter().cloned())
+        .prefix(global.prefix.clone())
+        .request_timeout(Some(Duration::from_secs(global.request_timeout.max(1))))
+        .dial_timeout(Duration::from_secs(global.request_timeout.max(1)))
+        .build()
+        .await
+        .map_err(CliError::Connect)
+}
+
+/// The resource of a key is its first segment: `secrets/default/s1` is a `secrets` key.
+fn resource_of(key: &str) -> Result<&str, CliError> {
+    key.trim_start_matches('/')
+        .split('/')
+        .next()
+        .filter(|segment| !segment.is_empty())
+        .ok_or_else(|| CliError::Input(format!("key {key:?} names no resource")))
+}
+
+fn preconditions_of(args: PreconditionArgs) -> Option<Preconditions> {
+    (args.uid.is_some() || args.resource_version.is_some()).then_some(Preconditions {
+        uid: args.uid,
+        resource_version: args.resource_version,
+    })
+}
+
+/// Reads an object from a JSON or YAML file, or stdin for `-`.
+fn read_object(path: &Path) -> Result<DynamicObject, CliError> {
+    let text = if path == Path::new("-") {
+        let mut text = String::new();
+        std::io::stdin()
+            .read_to_string(&mut text)
+            .map_err(|e| CliError::Input(format!("cannot read stdin: {e}")))?;
+        text
+    } else {
+        std::fs::read_to_string(path)
+            .map_err(|e| CliError::Input(format!("cannot read {}: {e}", path.display())))?
+    };
+    // YAML is a superset of JSON: one parser reads both.
+    serde_yaml::from_str(&text)
+        .map_err(|e| CliError::Input(format!("{} is not a JSON or YAML object: {e}", path.display())))
+}
