@@ -1,9 +1,16 @@
-//! The store's instrumentation seam: etcd request metrics, decode errors, lease object
-//! counts and the reference's spans. Without telemetry configured, every call is a no-op.
+//! The store's instrumentation seam: etcd request metrics, list and decode metrics,
+//! lease object counts, and the reference's spans. Without metrics configured, only the
+//! spans remain, and those open only when the caller is traced.
 
 use std::time::Duration;
 
-/// The `operation` label of `etcd_request_*` metrics.
+use apistore_storage::ListOptions;
+use apistore_telemetry::{
+    ListTraceAttrs, ObjectTraceAttrs, ResourceMetrics, StepAttr, StepTrace, StorageMetrics,
+};
+
+/// The `operation` label of `etcd_request_*` metrics, plus lease grants (which
+/// kube-apiserver does not record).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub(crate) enum Operation {
     /// A single-key read (get, state refresh, non-recursive list).
@@ -18,49 +25,148 @@ pub(crate) enum Operation {
     Delete,
     /// A count-only range read.
     ListWithCount,
-    /// A lease grant (not recorded, as in kube-apiserver).
+    /// A lease grant: not recorded.
     Lease,
+}
+
+impl Operation {
+    fn label(self) -> Option<apistore_telemetry::Operation> {
+        use apistore_telemetry::Operation as O;
+        Some(match self {
+            Self::Get => O::Get,
+            Self::List => O::List,
+            Self::Create => O::Create,
+            Self::Update => O::Update,
+            Self::Delete => O::Delete,
+            Self::ListWithCount => O::ListWithCount,
+            Self::Lease => return None,
+        })
+    }
 }
 
 /// Metrics and tracing for one store.
 #[derive(Debug, Clone, Default)]
-pub(crate) struct Instrumentation {}
-
-impl Instrumentation {
-    pub(crate) fn record_etcd_request(
-        &self,
-        _operation: Operation,
-        _type_label: &str,
-        _ok: bool,
-        _elapsed: Duration,
-    ) {
-    }
-
-    pub(crate) fn record_decode_error(&self, _resource: &str) {}
-
-    pub(crate) fn observe_lease_object_count(&self, _count: i64) {}
-
-    pub(crate) fn create_span(&self, _key: &str, _resource: &str) -> Trace {
-        Trace {}
-    }
-
-    pub(crate) fn update_span(&self, _key: &str, _resource: &str) -> Trace {
-        Trace {}
-    }
-
-    pub(crate) fn list_span(&self, _key: &str, _options: &apistore_storage::ListOptions) -> Trace {
-        Trace {}
-    }
-
-    pub(crate) fn record_list(&self, _resource: &str, _fetched: usize, _evaluated: usize, _returned: usize) {}
+pub(crate) struct Instrumentation {
+    metrics: Option<Metrics>,
 }
 
-/// The steps of one traced operation.
+#[derive(Debug, Clone)]
+struct Metrics {
+    all: StorageMetrics,
+    resource: ResourceMetrics,
+}
+
+impl Instrumentation {
+    pub(crate) fn new(metrics: Option<StorageMetrics>, resource: &str) -> Self {
+        Self {
+            metrics: metrics.map(|all| Metrics {
+                resource: all.for_resource(resource),
+                all,
+            }),
+        }
+    }
+
+    pub(crate) fn metrics(&self) -> Option<&StorageMetrics> {
+        self.metrics.as_ref().map(|m| &m.all)
+    }
+
+    /// Records one etcd request; `type_label` differs from the resource only for counts.
+    pub(crate) fn record_etcd_request(
+        &self,
+        operation: Operation,
+        type_label: &str,
+        ok: bool,
+        elapsed: Duration,
+    ) {
+        let (Some(metrics), Some(operation)) = (&self.metrics, operation.label()) else {
+            return;
+        };
+        if type_label == metrics.resource.resource() {
+            metrics.resource.record_etcd_request(operation, ok, elapsed);
+        } else {
+            metrics.all.record_etcd_request(operation, type_label, ok, elapsed);
+        }
+    }
+
+    pub(crate) fn record_decode_error(&self) {
+        if let Some(metrics) = &self.metrics {
+            metrics.resource.record_decode_error();
+        }
+    }
+
+    pub(crate) fn observe_lease_object_count(&self, count: i64) {
+        if let Some(metrics) = &self.metrics {
+            metrics.all.observe_lease_object_count(count);
+        }
+    }
+
+    pub(crate) fn record_list(&self, fetched: usize, evaluated: usize, returned: usize) {
+        if let Some(metrics) = &self.metrics {
+            metrics.resource.record_list(fetched, evaluated, returned);
+        }
+    }
+
+    pub(crate) fn record_events_received(&self) {
+        if let Some(metrics) = &self.metrics {
+            metrics.resource.record_events_received();
+        }
+    }
+
+    pub(crate) fn record_bookmark(&self) {
+        if let Some(metrics) = &self.metrics {
+            metrics.resource.record_bookmark();
+        }
+    }
+
+    pub(crate) fn create_span(&self, key: &str, type_name: &str, resource: &str) -> Trace {
+        Trace(StepTrace::create(&ObjectTraceAttrs {
+            audit_id: None,
+            key,
+            type_name,
+            resource,
+        }))
+    }
+
+    pub(crate) fn update_span(&self, key: &str, type_name: &str, resource: &str) -> Trace {
+        Trace(StepTrace::guaranteed_update(&ObjectTraceAttrs {
+            audit_id: None,
+            key,
+            type_name,
+            resource,
+        }))
+    }
+
+    pub(crate) fn list_span(&self, key: &str, options: &ListOptions) -> Trace {
+        Trace(StepTrace::list(&ListTraceAttrs {
+            audit_id: None,
+            recursive: options.recursive,
+            key,
+            resource_version: &options.resource_version,
+            resource_version_match: options.resource_version_match.as_str(),
+            limit: options.predicate.limit,
+            continue_token: &options.predicate.continue_token,
+        }))
+    }
+}
+
+/// The steps of one traced operation; the span ends when this is dropped.
 #[derive(Debug)]
-pub(crate) struct Trace {}
+pub(crate) struct Trace(StepTrace);
 
 impl Trace {
-    pub(crate) fn event(&mut self, _name: &'static str) {}
+    pub(crate) fn event(&mut self, name: &'static str) {
+        self.0.event(name);
+    }
 
-    pub(crate) fn event_with(&mut self, _name: &'static str, _attributes: &[(&'static str, &str)]) {}
+    pub(crate) fn event_len(&mut self, name: &'static str, len: usize) {
+        self.0.event_with(name, &[StepAttr::Len(len)]);
+    }
+
+    pub(crate) fn event_err(&mut self, name: &'static str, err: &dyn std::fmt::Display) {
+        self.0.event_with(name, &[StepAttr::Err(err)]);
+    }
+
+    pub(crate) fn event_len_err(&mut self, name: &'static str, len: usize, err: &dyn std::fmt::Display) {
+        self.0.event_with(name, &[StepAttr::Len(len), StepAttr::Err(err)]);
+    }
 }

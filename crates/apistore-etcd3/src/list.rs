@@ -43,7 +43,6 @@ where
         let mut counts = ListCounts::default();
         let outcome = self.list_prepared(&mut prepared, options, &mut counts).await;
         self.instrumentation.record_list(
-            &self.group_resource,
             counts.fetched,
             counts.evaluated,
             counts.returned,

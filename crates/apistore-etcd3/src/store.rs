@@ -11,6 +11,7 @@ use std::time::{Duration, Instant};
 use apistore_storage::{
     ApiObject, Codec, GetOptions, JsonCodec, Result, ResponseMeta, StorageError, Versioner,
 };
+use apistore_telemetry::StorageMetrics;
 use apistore_value::{IdentityTransformer, Transformer};
 use apistore_versioning::ApiObjectVersioner;
 use bytes::Bytes;
@@ -157,6 +158,17 @@ where
         }
     }
 
+    /// Records kube-apiserver's storage metrics for this store (builder style).
+    pub fn with_metrics(mut self, metrics: StorageMetrics) -> Self {
+        self.instrumentation = Instrumentation::new(Some(metrics), &self.group_resource);
+        self
+    }
+
+    /// The metrics this store records, if any.
+    pub fn metrics(&self) -> Option<&StorageMetrics> {
+        self.instrumentation.metrics()
+    }
+
     /// Replaces the value transformer (builder style).
     pub fn with_transformer(mut self, transformer: Arc<dyn Transformer>) -> Self {
         self.transformer = transformer;
@@ -281,7 +293,7 @@ where
     /// Decodes plain bytes and stamps the revision as resourceVersion.
     pub(crate) fn decode(&self, key: &str, data: &[u8], rev: i64) -> Result<T> {
         let mut obj = self.codec.decode(data).map_err(|err| {
-            self.instrumentation.record_decode_error(&self.group_resource);
+            self.instrumentation.record_decode_error();
             StorageError::Internal {
                 key: key.to_owned(),
                 message: format!("unable to decode {key:?}: {err}"),
@@ -448,7 +460,7 @@ where
     /// revision of the put.
     pub(crate) async fn create_object(&self, key: &str, mut obj: T, ttl: u64) -> Result<T> {
         let prepared = self.prepare_key(key)?;
-        let mut trace = self.instrumentation.create_span(key, &self.group_resource);
+        let mut trace = self.instrumentation.create_span(key, std::any::type_name::<T>(), &self.group_resource);
         if matches!(self.versioner.object_resource_version(&obj), Ok(v) if v != 0) {
             return Err(StorageError::ResourceVersionSetOnCreate { key: prepared });
         }
@@ -456,16 +468,16 @@ where
         let data = match self.encode(&prepared, &mut obj) {
             Ok(data) => data,
             Err(err) => {
-                trace.event_with("Encode failed", &[("len", "0"), ("err", &err.to_string())]);
+                trace.event_len_err("Encode failed", 0, &err);
                 return Err(err);
             }
         };
-        trace.event_with("Encode succeeded", &[("len", &data.len().to_string())]);
+        trace.event_len("Encode succeeded", data.len());
         let put_options = self.put_options(&prepared, ttl).await?;
         let stored = match self.transform_to_storage(&prepared, data.clone()) {
             Ok(stored) => stored,
             Err(err) => {
-                trace.event_with("TransformToStorage failed", &[("err", &err.to_string())]);
+                trace.event_err("TransformToStorage failed", &err);
                 return Err(err);
             }
         };
@@ -477,7 +489,7 @@ where
         let response = match self.call(&prepared, Operation::Create, kv.txn(txn)).await {
             Ok(response) => response,
             Err(err) => {
-                trace.event_with("Txn call failed", &[("err", &err.to_string())]);
+                trace.event_err("Txn call failed", &err);
                 return Err(err);
             }
         };
@@ -492,7 +504,7 @@ where
         // The object we encoded is what was stored: stamping its revision gives what
         // decoding the stored bytes would, without the decode.
         self.set_revision(&mut obj, revision);
-        trace.event_with("decode succeeded", &[("len", &data.len().to_string())]);
+        trace.event_len("decode succeeded", data.len());
         Ok(obj)
     }
 

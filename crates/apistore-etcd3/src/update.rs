@@ -22,7 +22,7 @@ where
         F: FnMut(T, &ResponseMeta) -> Result<Update<T>> + Send,
     {
         let prepared = self.prepare_key(key)?;
-        let mut trace = self.instrumentation.update_span(key, &self.group_resource);
+        let mut trace = self.instrumentation.update_span(key, std::any::type_name::<T>(), &self.group_resource);
         let ignore_not_found = options.ignore_not_found;
         let (mut state, mut is_current) = match options.cached_existing_object {
             Some(cached) => (self.state_from_object(&prepared, cached)?, false),
@@ -73,11 +73,11 @@ where
             let data = match self.encode(&prepared, &mut object) {
                 Ok(data) => data,
                 Err(err) => {
-                    trace.event_with("Encode failed", &[("len", "0"), ("err", &err.to_string())]);
+                    trace.event_len_err("Encode failed", 0, &err);
                     return Err(err);
                 }
             };
-            trace.event_with("Encode succeeded", &[("len", &data.len().to_string())]);
+            trace.event_len("Encode succeeded", data.len());
 
             if !stale && data == stored_data {
                 if !is_current {
@@ -105,7 +105,7 @@ where
             let stored = match self.transform_to_storage(&prepared, data.clone()) {
                 Ok(stored) => stored,
                 Err(err) => {
-                    trace.event_with("TransformToStorage failed", &[("err", &err.to_string())]);
+                    trace.event_err("TransformToStorage failed", &err);
                     return Err(err);
                 }
             };
@@ -121,7 +121,7 @@ where
             let response = match self.call(&prepared, Operation::Update, kv.txn(txn)).await {
                 Ok(response) => response,
                 Err(err) => {
-                    trace.event_with("Txn call failed", &[("err", &err.to_string())]);
+                    trace.event_err("Txn call failed", &err);
                     return Err(err);
                 }
             };
@@ -137,7 +137,7 @@ where
             }
             let revision = response.header().map_or(0, |h| h.revision());
             self.set_revision(&mut object, revision);
-            trace.event_with("decode succeeded", &[("len", &data.len().to_string())]);
+            trace.event_len("decode succeeded", data.len());
             return Ok(object);
         }
     }

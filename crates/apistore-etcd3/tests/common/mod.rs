@@ -1,0 +1,203 @@
+//! The etcd3 side of the conformance suite: a store over the shared test etcd with the
+//! reference's `PrefixTransformer`, and raw etcd access around it.
+
+#![allow(dead_code, unreachable_pub)]
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+
+use apistore_etcd3::{ClientConfig, Etcd3Store, EtcdClient, StoreConfig};
+use apistore_telemetry::StorageMetrics;
+use apistore_testing::etcd::{EtcdOptions, EtcdServer, shared_endpoint, unique_prefix};
+use apistore_testing::suite::{Backend, Pod};
+use apistore_value::{Plaintext, TransformError, Transformer};
+use bytes::Bytes;
+
+/// The reference's test transformer: prepends a marker on write (to non-empty data),
+/// requires and strips it on read, and reports reads as stale on demand.
+#[derive(Debug)]
+pub struct PrefixTransformer {
+    pub prefix: Vec<u8>,
+    pub stale: AtomicBool,
+    pub reads: AtomicU64,
+}
+
+impl PrefixTransformer {
+    pub fn new(prefix: &[u8]) -> Self {
+        Self {
+            prefix: prefix.to_vec(),
+            stale: AtomicBool::new(false),
+            reads: AtomicU64::new(0),
+        }
+    }
+}
+
+impl Transformer for PrefixTransformer {
+    fn transform_from_storage(&self, data: Bytes, _aad: &[u8]) -> Result<Plaintext, TransformError> {
+        self.reads.fetch_add(1, Ordering::SeqCst);
+        if !data.starts_with(&self.prefix) {
+            return Err(TransformError::Crypto(format!(
+                "value does not have expected prefix {:?}",
+                String::from_utf8_lossy(&self.prefix)
+            )));
+        }
+        Ok(Plaintext {
+            data: data.slice(self.prefix.len()..),
+            stale: self.stale.load(Ordering::SeqCst),
+        })
+    }
+
+    fn transform_to_storage(&self, data: Bytes, _aad: &[u8]) -> Result<Bytes, TransformError> {
+        if data.is_empty() {
+            return Ok(data);
+        }
+        let mut out = self.prefix.clone();
+        out.extend_from_slice(&data);
+        Ok(Bytes::from(out))
+    }
+}
+
+/// One test's store, under a prefix of its own in the shared etcd (or in an etcd of
+/// its own, for tests that compact or need etcd flags).
+pub struct Etcd3Backend {
+    pub store: Etcd3Store<Pod>,
+    pub transformer: Arc<PrefixTransformer>,
+    pub raw: etcd_client::Client,
+    pub client: EtcdClient,
+    pub endpoint: String,
+    pub registry: prometheus::Registry,
+    pub metrics: StorageMetrics,
+    reads_seen: AtomicU64,
+    /// An etcd of this test's own, when it has one; stopped on drop.
+    pub server: Option<EtcdServer>,
+}
+
+impl Etcd3Backend {
+    /// A backend on the shared etcd.
+    pub async fn new(test_name: &str) -> Self {
+        let endpoint = shared_endpoint().unwrap_or_else(|err| panic!("{err}"));
+        let endpoint = endpoint.split(',').next().unwrap_or_default().to_owned();
+        Self::build(test_name, b"test!", endpoint, None).await
+    }
+
+    /// A backend on an etcd of its own (for tests that compact, or need etcd flags).
+    pub async fn dedicated(test_name: &str, options: EtcdOptions) -> Self {
+        let server = EtcdServer::start(options).unwrap_or_else(|err| panic!("{err}"));
+        let endpoint = server.endpoint();
+        Self::build(test_name, b"test!", endpoint, Some(server)).await
+    }
+
+    async fn build(
+        test_name: &str,
+        marker: &[u8],
+        endpoint: String,
+        server: Option<EtcdServer>,
+    ) -> Self {
+        let client = EtcdClient::connect(&ClientConfig::new([endpoint.clone()]))
+            .await
+            .unwrap_or_else(|err| panic!("connect to test etcd at {endpoint}: {err}"));
+        let transformer = Arc::new(PrefixTransformer::new(marker));
+        let config = StoreConfig {
+            prefix: unique_prefix(test_name),
+            ..StoreConfig::for_resource("pods")
+        };
+        let registry = prometheus::Registry::new();
+        let metrics = StorageMetrics::register(&registry).unwrap();
+        let store = Etcd3Store::new(client.clone(), config)
+            .with_transformer(transformer.clone())
+            .with_metrics(metrics.clone());
+        let raw = etcd_client::Client::connect([endpoint.clone()], None)
+            .await
+            .unwrap_or_else(|err| panic!("raw connect to {endpoint}: {err}"));
+        Self {
+            store,
+            transformer,
+            raw,
+            client,
+            endpoint,
+            registry,
+            metrics,
+            reads_seen: AtomicU64::new(0),
+            server,
+        }
+    }
+
+    /// `etcd_requests_total` for the store's resource, summed over `operations`.
+    pub fn requests_total(&self, operations: &[&str]) -> u64 {
+        let mut total = 0.0;
+        for family in self.registry.gather() {
+            if family.name() != "etcd_requests_total" {
+                continue;
+            }
+            for metric in family.get_metric() {
+                let labels: Vec<(&str, &str)> = metric
+                    .get_label()
+                    .iter()
+                    .map(|l| (l.name(), l.value()))
+                    .collect();
+                let operation_matches = labels
+                    .iter()
+                    .any(|(n, v)| *n == "operation" && operations.contains(v));
+                let type_matches = labels.iter().any(|(n, v)| *n == "type" && *v == "pods");
+                if operation_matches && type_matches {
+                    total += metric.get_counter().get_value();
+                }
+            }
+        }
+        total as u64
+    }
+}
+
+impl Backend for Etcd3Backend {
+    type Store = Etcd3Store<Pod>;
+
+    fn store(&self) -> &Self::Store {
+        &self.store
+    }
+
+    fn etcd_key(&self, key: &str) -> String {
+        self.store.prepare_key(key).unwrap_or_else(|err| panic!("{err}"))
+    }
+
+    async fn raw_get(&self, etcd_key: &str) -> Option<Vec<u8>> {
+        let mut kv = self.raw.kv_client();
+        let response = kv.get(etcd_key, None).await.unwrap();
+        response.kvs().first().map(|kv| kv.value().to_vec())
+    }
+
+    async fn raw_put(&self, etcd_key: &str, value: Vec<u8>) {
+        let mut kv = self.raw.kv_client();
+        kv.put(etcd_key, value, None).await.unwrap();
+    }
+
+    fn transformer_prefix(&self) -> &[u8] {
+        &self.transformer.prefix
+    }
+
+    fn set_transformer_stale(&self, stale: bool) {
+        self.transformer.stale.store(stale, Ordering::SeqCst);
+    }
+
+    fn take_transformer_reads(&self) -> u64 {
+        self.transformer.reads.swap(0, Ordering::SeqCst)
+    }
+
+    fn take_etcd_reads(&self) -> u64 {
+        let now = self.requests_total(&["get", "list"]);
+        now - self.reads_seen.swap(now, Ordering::SeqCst)
+    }
+
+    async fn compact(&self, resource_version: &str) {
+        use etcd_client::{Compare, CompareOp, Txn, TxnOp};
+        let rev: i64 = resource_version.parse().unwrap();
+        let mut kv = self.raw.kv_client();
+        let txn = Txn::new()
+            .when([Compare::version("compact_rev_key", CompareOp::Equal, 0)])
+            .and_then([TxnOp::put("compact_rev_key", rev.to_string(), None)])
+            .or_else([TxnOp::get("compact_rev_key", None)]);
+        let response = kv.txn(txn).await.unwrap();
+        if response.succeeded() && rev != 0 {
+            kv.compact(rev, None).await.unwrap();
+        }
+    }
+}

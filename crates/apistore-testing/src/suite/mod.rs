@@ -1,0 +1,80 @@
+//! The conformance suite: kube-apiserver's `pkg/storage/testing/store_tests.go` (and, as
+//! they land, `watcher_tests.go`), case by case, for any [`Storage`] of [`Pod`]s.
+//!
+//! A backend runs the suite by implementing [`Backend`] (the store, plus the few ways a
+//! test reaches around it: raw etcd reads and writes, and control of a test transformer
+//! that prepends a marker to every stored value) and calling each `run_*` function from
+//! a test of its own. Every function panics on the first failed assertion, which is
+//! what a test wants.
+
+// A conformance case is a test: a failed step must fail it loudly.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+mod create;
+mod pod;
+
+use std::future::Future;
+
+use apistore_storage::Storage;
+
+pub use create::*;
+pub use pod::{Pod, PodSpec};
+
+/// What the suite needs from a backend besides its [`Storage`].
+pub trait Backend: Send + Sync {
+    /// The store under test.
+    type Store: Storage<Object = Pod>;
+
+    /// The store under test. It must use a value transformer that prepends
+    /// [`Backend::transformer_prefix`] to every non-empty value it writes, requires it on
+    /// read, and reports values as stale when [`Backend::set_transformer_stale`] says so
+    /// (the reference's `PrefixTransformer`).
+    fn store(&self) -> &Self::Store;
+
+    /// The etcd key the store uses for a store key (after prefixing).
+    fn etcd_key(&self, key: &str) -> String;
+
+    /// The bytes stored in etcd under an etcd key, bypassing the store.
+    fn raw_get(&self, etcd_key: &str) -> impl Future<Output = Option<Vec<u8>>> + Send;
+
+    /// Writes bytes under an etcd key, bypassing the store.
+    fn raw_put(&self, etcd_key: &str, value: Vec<u8>) -> impl Future<Output = ()> + Send;
+
+    /// The marker the test transformer prepends (`test!` in the reference).
+    fn transformer_prefix(&self) -> &[u8];
+
+    /// Makes the test transformer report every read as stale (or not).
+    fn set_transformer_stale(&self, stale: bool);
+
+    /// How many values the test transformer has read since the last call (and resets).
+    fn take_transformer_reads(&self) -> u64;
+
+    /// How many etcd range reads (single-key gets and range lists) the store made since
+    /// the last call (and resets): the reference's `clientRecorder` count.
+    fn take_etcd_reads(&self) -> u64;
+
+    /// One compaction at `resource_version`, as the first compactor of a fresh cluster
+    /// does it (the reference's `compactStorage`): a transaction that writes
+    /// `compact_rev_key` only if it has never been written (so the global revision moves
+    /// by one), then a compaction. A backend whose tests compact must not share its etcd
+    /// with other tests.
+    fn compact(&self, resource_version: &str) -> impl Future<Output = ()> + Send;
+}
+
+/// Deletes `obj`'s key (ignoring not-found) and creates `obj`: the reference's
+/// `testPropagateStore`. Returns the key and the stored object.
+pub async fn propagate<B: Backend>(backend: &B, obj: Pod) -> (String, Pod) {
+    use apistore_storage::DeleteOptions;
+    let key = obj.key();
+    match backend.store().delete(&key, DeleteOptions::default()).await {
+        Ok(_) => {}
+        Err(err) if err.is_not_found() => {}
+        Err(err) => panic!("delete of {key} before create failed: {err}"),
+    }
+    let stored = backend
+        .store()
+        .create(&key, obj, 0)
+        .await
+        .unwrap_or_else(|err| panic!("create of {key} failed: {err}"));
+    (key, stored)
+}
