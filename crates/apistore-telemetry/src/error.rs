@@ -1,0 +1,22 @@
+//! The crate's one error type.
+
+/// What can go wrong while setting up telemetry.
+///
+/// Recording never fails: once [`StorageMetrics`](crate::StorageMetrics) is registered,
+/// every recording method is infallible.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum TelemetryError {
+    /// The registry refused a collector, or a metric could not be built.
+    #[error("prometheus: {0}")]
+    Prometheus(#[from] prometheus::Error),
+    /// The registry already holds metrics under kube-apiserver's storage metric names
+    /// that this crate did not register, so they cannot be shared.
+    #[error(
+        "the registry already holds storage metrics (such as etcd_requests_total) that apistore-telemetry did not register"
+    )]
+    ForeignMetrics,
+}
+
+/// The crate's result type.
+pub type Result<T, E = TelemetryError> = std::result::Result<T, E>;

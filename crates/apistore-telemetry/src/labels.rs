@@ -1,0 +1,118 @@
+//! Label values with a fixed vocabulary, as kube-apiserver spells them.
+//!
+//! Follows `pkg/storage/etcd3/store.go` (the `operation` label of `etcd_request_*`) and
+//! `pkg/storage/value/metrics.go` (`transformation_type`, `status`).
+
+use std::fmt;
+
+/// The `operation` label of `etcd_request_duration_seconds`, `etcd_requests_total` and
+/// `etcd_request_errors_total`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Operation {
+    /// `get`: a single-key read (Get, the state refresh of GuaranteedUpdate and Delete,
+    /// a non-recursive list, a non-recursive watch's initial read).
+    Get,
+    /// `list`: a range read (recursive GetList, a recursive watch's initial read).
+    List,
+    /// `create`: the create transaction.
+    Create,
+    /// `update`: the update transaction of GuaranteedUpdate.
+    Update,
+    /// `delete`: the delete transaction.
+    Delete,
+    /// `listWithCount`: a count-only range read (Count).
+    ListWithCount,
+}
+
+impl Operation {
+    /// Every operation, in declaration order.
+    pub const ALL: [Self; 6] = [
+        Self::Get,
+        Self::List,
+        Self::Create,
+        Self::Update,
+        Self::Delete,
+        Self::ListWithCount,
+    ];
+
+    /// The label value, exactly as kube-apiserver writes it.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Self::Get => "get",
+            Self::List => "list",
+            Self::Create => "create",
+            Self::Update => "update",
+            Self::Delete => "delete",
+            Self::ListWithCount => "listWithCount",
+        }
+    }
+
+    /// A dense index, for per-operation handle tables.
+    pub(crate) const fn index(self) -> usize {
+        self as usize
+    }
+}
+
+impl fmt::Display for Operation {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// The `transformation_type` label of the transformation metrics.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum TransformationType {
+    /// `from_storage`: stored bytes to plain bytes (decryption).
+    FromStorage,
+    /// `to_storage`: plain bytes to stored bytes (encryption).
+    ToStorage,
+}
+
+impl TransformationType {
+    /// The label value, exactly as kube-apiserver writes it.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Self::FromStorage => "from_storage",
+            Self::ToStorage => "to_storage",
+        }
+    }
+
+    pub(crate) const fn index(self) -> usize {
+        self as usize
+    }
+}
+
+impl fmt::Display for TransformationType {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// The `status` label of a successful transformation.
+pub const STATUS_OK: &str = "OK";
+
+/// The `status` label of a failed transformation whose error carries no gRPC status.
+pub const STATUS_UNKNOWN_NON_GRPC: &str = "unknown-non-grpc";
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn operation_labels_match_kube_apiserver() {
+        let labels: Vec<_> = Operation::ALL.iter().map(|op| op.as_str()).collect();
+        assert_eq!(
+            labels,
+            ["get", "list", "create", "update", "delete", "listWithCount"]
+        );
+        for (i, op) in Operation::ALL.iter().enumerate() {
+            assert_eq!(op.index(), i);
+        }
+    }
+
+    #[test]
+    fn transformation_type_labels_match_kube_apiserver() {
+        assert_eq!(TransformationType::FromStorage.to_string(), "from_storage");
+        assert_eq!(TransformationType::ToStorage.to_string(), "to_storage");
+    }
+}

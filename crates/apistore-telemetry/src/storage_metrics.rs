@@ -1,0 +1,197 @@
+//! [`StorageMetrics`]: the handle stores record through.
+//!
+//! Follows the recording functions of `pkg/storage/etcd3/metrics/metrics.go`
+//! (`RecordEtcdRequest`, `RecordStorageListMetrics`, `UpdateObjectCount`, ...) and
+//! `pkg/storage/value/metrics.go` (`RecordTransformation`, ...). Where kube-apiserver
+//! keeps the metrics in package globals, here they live in one registered set per
+//! registry, shared by every store that registers into it.
+
+use std::sync::{Arc, OnceLock};
+use std::time::Duration;
+
+use prometheus::Histogram;
+
+use crate::families::Families;
+use crate::label_cache::LabelCache;
+use crate::labels::{Operation, TransformationType};
+use crate::resource_metrics::ResourceMetrics;
+use crate::transformation::PrefixHandles;
+
+/// kube-apiserver's storage metrics, registered in one Prometheus registry.
+///
+/// Get one with [`StorageMetrics::register`] or [`StorageMetrics::default_registry`];
+/// registering into the same registry again returns the same metrics, so every store
+/// of a process can register independently. Cloning is cheap (one `Arc`).
+///
+/// Methods taking a resource string resolve its series through a cache; a store that
+/// records for one resource can skip even that lookup with
+/// [`StorageMetrics::for_resource`].
+#[derive(Clone)]
+pub struct StorageMetrics {
+    pub(crate) inner: Arc<Inner>,
+}
+
+pub(crate) struct Inner {
+    pub(crate) families: Arc<Families>,
+    resources: LabelCache<ResourceMetrics>,
+    prefixes: LabelCache<PrefixHandles>,
+    lease_object_counts: OnceLock<Histogram>,
+}
+
+impl std::fmt::Debug for StorageMetrics {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("StorageMetrics").finish_non_exhaustive()
+    }
+}
+
+impl StorageMetrics {
+    /// Builds an unregistered set of metrics.
+    pub(crate) fn build() -> prometheus::Result<Self> {
+        Ok(Self {
+            inner: Arc::new(Inner {
+                families: Arc::new(Families::new()?),
+                resources: LabelCache::default(),
+                prefixes: LabelCache::default(),
+                lease_object_counts: OnceLock::new(),
+            }),
+        })
+    }
+
+    /// Whether `self` and `other` are the same registered metrics.
+    pub fn same_as(&self, other: &Self) -> bool {
+        Arc::ptr_eq(&self.inner, &other.inner)
+    }
+
+    /// The handles for one resource label, resolved once; record through them on hot
+    /// paths. Series still appear only when first recorded.
+    pub fn for_resource(&self, resource: &str) -> ResourceMetrics {
+        self.with_resource(resource, ResourceMetrics::clone)
+    }
+
+    fn with_resource<R>(&self, resource: &str, f: impl FnOnce(&ResourceMetrics) -> R) -> R {
+        let families = &self.inner.families;
+        self.inner.resources.with(
+            resource,
+            |label| ResourceMetrics::new(Arc::clone(families), label),
+            f,
+        )
+    }
+
+    /// Records one etcd request under `operation` and `type_` (the GroupResource
+    /// string; for Count kube-apiserver passes the key prefix instead). See
+    /// [`ResourceMetrics::record_etcd_request`].
+    pub fn record_etcd_request(
+        &self,
+        operation: Operation,
+        type_: &str,
+        ok: bool,
+        elapsed: Duration,
+    ) {
+        self.with_resource(type_, |r| r.record_etcd_request(operation, ok, elapsed));
+    }
+
+    /// Counts one decode failure for `resource`.
+    pub fn record_decode_error(&self, resource: &str) {
+        self.with_resource(resource, ResourceMetrics::record_decode_error);
+    }
+
+    /// Records one LIST served from storage for `resource`. See
+    /// [`ResourceMetrics::record_list`].
+    pub fn record_list(&self, resource: &str, fetched: usize, evaluated: usize, returned: usize) {
+        self.with_resource(resource, |r| r.record_list(fetched, evaluated, returned));
+    }
+
+    /// Counts one etcd watch event for `resource`.
+    pub fn record_events_received(&self, resource: &str) {
+        self.with_resource(resource, ResourceMetrics::record_events_received);
+    }
+
+    /// Counts one etcd progress notification (bookmark) for `resource`.
+    pub fn record_bookmark(&self, resource: &str) {
+        self.with_resource(resource, ResourceMetrics::record_bookmark);
+    }
+
+    /// Sets the object count of `resource` (-1 when it could not be fetched).
+    pub fn set_object_count(&self, resource: &str, count: i64) {
+        self.with_resource(resource, |r| r.set_object_count(count));
+    }
+
+    /// Observes how many objects are attached to one etcd lease
+    /// (`etcd_lease_object_counts`).
+    pub fn observe_lease_object_count(&self, count: i64) {
+        let families = &self.inner.families;
+        self.inner
+            .lease_object_counts
+            .get_or_init(|| families.lease_object_counts.with_label_values::<&str>(&[]))
+            // Counts are small integers, exactly representable.
+            .observe(count as f64);
+    }
+
+    /// Sets `apiserver_storage_size_bytes` for one storage cluster (kube-apiserver
+    /// names them `etcd-0`, `etcd-1`, ... in the order of its storage backends).
+    pub fn set_storage_size(&self, storage_cluster_id: &str, bytes: i64) {
+        self.inner
+            .families
+            .size_bytes
+            .with_label_values(&[storage_cluster_id])
+            .set(bytes);
+    }
+
+    /// Drops the `apiserver_storage_size_bytes` series of a storage cluster, as
+    /// kube-apiserver's collector omits a cluster whose status it could not fetch.
+    pub fn clear_storage_size(&self, storage_cluster_id: &str) {
+        // Removing a series that was never set is not an error worth reporting.
+        let _ = self
+            .inner
+            .families
+            .size_bytes
+            .remove_label_values(&[storage_cluster_id]);
+    }
+
+    /// Records one value transformation: counts
+    /// `apiserver_storage_transformation_operations_total` with `status`
+    /// ([`STATUS_OK`](crate::STATUS_OK), a gRPC code name, or
+    /// [`STATUS_UNKNOWN_NON_GRPC`](crate::STATUS_UNKNOWN_NON_GRPC)), and observes
+    /// `apiserver_storage_transformation_duration_seconds` when `elapsed` is given
+    /// (kube-apiserver observes successes only).
+    pub fn record_transformation(
+        &self,
+        transformation_type: TransformationType,
+        transformer_prefix: &str,
+        status: &str,
+        elapsed: Option<Duration>,
+    ) {
+        let families = &self.inner.families;
+        self.inner.prefixes.with(
+            transformer_prefix,
+            |_| PrefixHandles::default(),
+            |h| {
+                h.record(
+                    families,
+                    transformation_type,
+                    transformer_prefix,
+                    status,
+                    elapsed,
+                );
+            },
+        );
+    }
+
+    /// Counts one key-encryption-key cache miss of an envelope (KMS) transformer.
+    pub fn record_envelope_cache_miss(&self) {
+        self.inner.families.envelope_cache_misses.inc();
+    }
+
+    /// Records one data-encryption-key generation: its latency when it succeeded, a
+    /// failure count when it did not.
+    pub fn record_data_key_generation(&self, ok: bool, elapsed: Duration) {
+        let families = &self.inner.families;
+        if ok {
+            families
+                .data_key_generation_duration
+                .observe(elapsed.as_secs_f64());
+        } else {
+            families.data_key_generation_failures.inc();
+        }
+    }
+}
