@@ -10,7 +10,7 @@ use apistore::{
     UpdateOptions,
 };
 
-use crate::args::{Cli, Command, GlobalArgs, PreconditionArgs};
+use crate::args::{Cli, Command, EncryptionCommand, GlobalArgs, PreconditionArgs};
 use crate::output::print;
 
 /// Why a command failed.
@@ -18,7 +18,7 @@ use crate::output::print;
 pub(crate) enum CliError {
     /// The store refused or failed the request.
     Storage(StorageError),
-    /// etcd could not be reached.
+    /// etcd could not be reached, or the configuration is unusable.
     Connect(BuildError),
     /// The input (a file, a selector, a key) is unusable.
     Input(String),
@@ -47,7 +47,8 @@ impl CliError {
     pub(crate) fn reason(&self) -> String {
         match self {
             Self::Storage(err) => err.status().reason,
-            Self::Connect(_) => "ServiceUnavailable".to_owned(),
+            Self::Connect(BuildError::Connect(_)) => "ServiceUnavailable".to_owned(),
+            Self::Connect(_) => "BadRequest".to_owned(),
             Self::Input(_) => "BadRequest".to_owned(),
             Self::Output(_) => "InternalError".to_owned(),
         }
@@ -60,9 +61,27 @@ impl CliError {
 }
 
 pub(crate) async fn run(cli: Cli) -> Result<(), CliError> {
-    let api = connect(&cli.global).await?;
-    let format = cli.global.output;
-    match cli.command {
+    let registry = cli.global.metrics_out.as_ref().map(|_| apistore::prometheus::Registry::new());
+    let outcome = run_command(cli.command, &cli.global, registry.as_ref()).await;
+    if let (Some(path), Some(registry)) = (&cli.global.metrics_out, &registry) {
+        let text = apistore::layers::telemetry::encode_text(registry);
+        let written = std::fs::write(path, text)
+            .map_err(|e| CliError::Output(format!("cannot write metrics to {}: {e}", path.display())));
+        // The command's own failure is the one to report.
+        outcome?;
+        return written;
+    }
+    outcome
+}
+
+async fn run_command(
+    command: Command,
+    global: &GlobalArgs,
+    registry: Option<&apistore::prometheus::Registry>,
+) -> Result<(), CliError> {
+    let api = connect(global, registry).await?;
+    let format = global.output;
+    match command {
         Command::Create { key, file } => {
             let object = read_object(&file)?;
             let store = api.dynamic_store(resource_of(&key)?);
@@ -167,18 +186,32 @@ pub(crate) async fn run(cli: Cli) -> Result<(), CliError> {
             }
             print(format, &list)
         }
+        Command::Encryption(EncryptionCommand::Rewrite {
+            key_prefix,
+            concurrency,
+        }) => {
+            let store = api.dynamic_store(resource_of(&key_prefix)?);
+            crate::rewrite::rewrite(&store, &key_prefix, concurrency).await
+        }
     }
 }
 
-async fn connect(global: &GlobalArgs) -> Result<ApiStore, CliError> {
-    ApiStore::builder()
+async fn connect(
+    global: &GlobalArgs,
+    registry: Option<&apistore::prometheus::Registry>,
+) -> Result<ApiStore, CliError> {
+    let mut builder = ApiStore::builder()
         .endpoints(global.endpoints.iter().cloned())
         .prefix(global.prefix.clone())
         .request_timeout(Some(Duration::from_secs(global.request_timeout.max(1))))
-        .dial_timeout(Duration::from_secs(global.request_timeout.max(1)))
-        .build()
-        .await
-        .map_err(CliError::Connect)
+        .dial_timeout(Duration::from_secs(global.request_timeout.max(1)));
+    if let Some(path) = &global.encryption_config {
+        builder = builder.encryption_config_file(path);
+    }
+    if let Some(registry) = registry {
+        builder = builder.metrics_registry(registry).map_err(CliError::Connect)?;
+    }
+    builder.build().await.map_err(CliError::Connect)
 }
 
 /// The resource of a key is its first segment: `secrets/default/s1` is a `secrets` key.

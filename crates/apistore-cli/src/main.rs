@@ -3,6 +3,7 @@
 mod args;
 mod commands;
 mod output;
+mod rewrite;
 
 use std::process::ExitCode;
 

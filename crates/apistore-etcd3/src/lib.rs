@@ -33,6 +33,7 @@ mod instrument;
 mod key;
 mod lease_manager;
 mod list;
+mod scan;
 mod store;
 mod update;
 

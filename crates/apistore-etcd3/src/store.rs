@@ -273,7 +273,7 @@ where
             Ok(plain) => Ok((plain.data, plain.stale)),
             Err(err) => Err(StorageError::Internal {
                 key: key.to_owned(),
-                message: format!("unable to transform key {key:?}: {err}"),
+                message: format!("unable to transform value: {err}"),
                 source: Some(Box::new(err)),
             }),
         }
@@ -285,7 +285,7 @@ where
             .transform_to_storage(data, key.as_bytes())
             .map_err(|err| StorageError::Internal {
                 key: key.to_owned(),
-                message: format!("unable to transform key {key:?} for storage: {err}"),
+                message: format!("unable to transform value for storage: {err}"),
                 source: Some(Box::new(err)),
             })
     }
@@ -296,7 +296,7 @@ where
             self.instrumentation.record_decode_error();
             StorageError::Internal {
                 key: key.to_owned(),
-                message: format!("unable to decode {key:?}: {err}"),
+                message: format!("unable to decode value: {err}"),
                 source: Some(Box::new(err)),
             }
         })?;
@@ -309,7 +309,7 @@ where
         self.versioner.prepare_object_for_storage(obj)?;
         self.codec.encode(obj).map_err(|err| StorageError::Internal {
             key: key.to_owned(),
-            message: format!("unable to encode {key:?}: {err}"),
+            message: format!("unable to encode object: {err}"),
             source: Some(Box::new(err)),
         })
     }

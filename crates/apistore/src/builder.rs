@@ -3,9 +3,14 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use std::path::PathBuf;
+use std::time::Duration as StdDuration;
+
 use apistore_etcd3::{ClientConfig, ConnectError, Etcd3Store, EtcdClient, StoreConfig};
 use apistore_storage::{ApiObject, Codec, DynamicObject, JsonCodec};
-use apistore_value::{IdentityTransformer, Transformer};
+use apistore_telemetry::{StorageMetrics, TelemetryError};
+use apistore_value::config::{ConfigError, EncryptionConfig};
+use apistore_value::{IdentityTransformer, TransformObserver, TransformationType, Transformer};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
@@ -16,14 +21,34 @@ pub enum BuildError {
     /// etcd could not be reached.
     #[error(transparent)]
     Connect(#[from] ConnectError),
+    /// The EncryptionConfiguration file is unusable.
+    #[error("encryption configuration {path}: {source}")]
+    Encryption {
+        /// The file.
+        path: PathBuf,
+        /// What is wrong with it.
+        #[source]
+        source: ConfigError,
+    },
+    /// The metrics could not be registered.
+    #[error(transparent)]
+    Metrics(#[from] TelemetryError),
 }
 
-/// Builds an [`ApiStore`]: endpoints, key prefix, timeouts.
-#[derive(Debug, Clone)]
+/// Builds an [`ApiStore`]: endpoints, key prefix, timeouts, encryption, metrics.
+#[derive(Debug)]
 pub struct ApiStoreBuilder {
     client: ClientConfig,
     prefix: String,
     request_timeout: Option<Duration>,
+    encryption: Option<EncryptionSource>,
+    metrics: Option<StorageMetrics>,
+}
+
+#[derive(Debug)]
+enum EncryptionSource {
+    File(PathBuf),
+    Config(EncryptionConfig),
 }
 
 impl Default for ApiStoreBuilder {
@@ -32,6 +57,8 @@ impl Default for ApiStoreBuilder {
             client: ClientConfig::default(),
             prefix: "/registry".to_owned(),
             request_timeout: Some(Duration::from_secs(60)),
+            encryption: None,
+            metrics: None,
         }
     }
 }
@@ -72,14 +99,73 @@ impl ApiStoreBuilder {
         self
     }
 
-    /// Connects to etcd.
+    /// Encrypts resources at rest as an `EncryptionConfiguration` file says (the file
+    /// kube-apiserver's `--encryption-provider-config` takes). Read when building.
+    pub fn encryption_config_file(mut self, path: impl Into<PathBuf>) -> Self {
+        self.encryption = Some(EncryptionSource::File(path.into()));
+        self
+    }
+
+    /// Encrypts resources at rest as an already parsed configuration says.
+    pub fn encryption_config(mut self, config: EncryptionConfig) -> Self {
+        self.encryption = Some(EncryptionSource::Config(config));
+        self
+    }
+
+    /// Records kube-apiserver's storage and transformation metrics.
+    pub fn metrics(mut self, metrics: StorageMetrics) -> Self {
+        self.metrics = Some(metrics);
+        self
+    }
+
+    /// Records kube-apiserver's metrics into a Prometheus registry.
+    pub fn metrics_registry(self, registry: &prometheus::Registry) -> Result<Self, BuildError> {
+        let metrics = StorageMetrics::register(registry)?;
+        Ok(self.metrics(metrics))
+    }
+
+    /// Reads the encryption configuration and connects to etcd.
     pub async fn build(self) -> Result<ApiStore, BuildError> {
+        let encryption = match self.encryption {
+            None => None,
+            Some(EncryptionSource::Config(config)) => Some(config),
+            Some(EncryptionSource::File(path)) => Some(
+                EncryptionConfig::from_file(&path)
+                    .map_err(|source| BuildError::Encryption { path, source })?,
+            ),
+        };
+        let encryption = encryption.map(|config| match &self.metrics {
+            Some(metrics) => Arc::new(config.with_observer(Arc::new(MetricsObserver(metrics.clone())))),
+            None => Arc::new(config),
+        });
         let client = EtcdClient::connect(&self.client).await?;
         Ok(ApiStore {
             client,
             prefix: self.prefix,
             request_timeout: self.request_timeout,
+            encryption,
+            metrics: self.metrics,
         })
+    }
+}
+
+/// Feeds transformer observations into the transformation metrics.
+struct MetricsObserver(StorageMetrics);
+
+impl TransformObserver for MetricsObserver {
+    fn observe(
+        &self,
+        transformation_type: TransformationType,
+        transformer_prefix: &str,
+        status: &str,
+        elapsed: Option<StdDuration>,
+    ) {
+        let kind = match transformation_type {
+            TransformationType::FromStorage => apistore_telemetry::TransformationType::FromStorage,
+            TransformationType::ToStorage => apistore_telemetry::TransformationType::ToStorage,
+        };
+        self.0
+            .record_transformation(kind, transformer_prefix, status, elapsed);
     }
 }
 
@@ -89,6 +175,8 @@ pub struct ApiStore {
     client: EtcdClient,
     prefix: String,
     request_timeout: Option<Duration>,
+    encryption: Option<Arc<EncryptionConfig>>,
+    metrics: Option<StorageMetrics>,
 }
 
 impl ApiStore {
@@ -112,9 +200,18 @@ impl ApiStore {
         }
     }
 
-    /// The value transformer for a resource (identity until encryption is configured).
-    pub fn transformer_for(&self, _resource: &str) -> Arc<dyn Transformer> {
-        Arc::new(IdentityTransformer)
+    /// The value transformer for a resource: the encryption configuration's providers
+    /// for it, or identity when it is not listed or nothing is configured.
+    pub fn transformer_for(&self, resource: &str) -> Arc<dyn Transformer> {
+        match &self.encryption {
+            Some(config) => config.transformer_for(resource),
+            None => Arc::new(IdentityTransformer),
+        }
+    }
+
+    /// The metrics stores record, if configured.
+    pub fn metrics(&self) -> Option<&StorageMetrics> {
+        self.metrics.as_ref()
     }
 
     /// A typed store for a resource, JSON-encoded.
@@ -123,12 +220,16 @@ impl ApiStore {
         T: ApiObject + Clone + Default + Send + Sync + Serialize + DeserializeOwned + 'static,
     {
         let codec: Arc<dyn Codec<T>> = Arc::new(JsonCodec::<T>::new());
-        Etcd3Store::with_parts(
+        let store = Etcd3Store::with_parts(
             self.client.clone(),
             self.store_config(resource),
             codec,
             self.transformer_for(resource),
-        )
+        );
+        match &self.metrics {
+            Some(metrics) => store.with_metrics(metrics.clone()),
+            None => store,
+        }
     }
 
     /// A store of [`DynamicObject`]s for a resource.

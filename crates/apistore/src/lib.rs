@@ -18,8 +18,10 @@
 //! ```
 
 mod builder;
+mod rewrite;
 
 pub use builder::{ApiStore, ApiStoreBuilder, BuildError};
+pub use rewrite::{RewriteSummary, rewrite_stale};
 
 #[doc(inline)]
 pub use apistore_etcd3::{
@@ -27,6 +29,10 @@ pub use apistore_etcd3::{
 };
 #[doc(inline)]
 pub use apistore_storage::*;
+
+/// The Prometheus crate the metrics are registered with, so that applications use the
+/// same version.
+pub use prometheus;
 
 /// The layers, for what the facade does not re-export at the top.
 pub mod layers {
