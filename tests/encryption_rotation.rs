@@ -12,7 +12,9 @@ const KEY2: &str = "dGhpcyBpcyBhbm90aGVyIDMyIGJ5dGUga2V5ISEhISE="; // 32 bytes
 fn config(keys: &[(&str, &str)]) -> EncryptionConfig {
     let keys: String = keys
         .iter()
-        .map(|(name, secret)| format!("            - name: {name}\n              secret: {secret}\n"))
+        .map(|(name, secret)| {
+            format!("            - name: {name}\n              secret: {secret}\n")
+        })
         .collect();
     let text = format!(
         "apiVersion: apiserver.config.k8s.io/v1\nkind: EncryptionConfiguration\nresources:\n  - resources: [secrets]\n    providers:\n      - aesgcm:\n          keys:\n{keys}"
@@ -44,7 +46,11 @@ async fn rotate_keys_and_rewrite_everything() {
     let store = first.dynamic_store("secrets");
     for i in 0..5 {
         store
-            .create(&format!("secrets/default/s{i}"), secret(&format!("s{i}")), 0)
+            .create(
+                &format!("secrets/default/s{i}"),
+                secret(&format!("s{i}")),
+                0,
+            )
             .await
             .unwrap();
     }
@@ -57,7 +63,10 @@ async fn rotate_keys_and_rewrite_everything() {
     let stored = raw.get(etcd_key.as_str(), None).await.unwrap();
     let value = stored.kvs()[0].value().to_vec();
     assert!(value.starts_with(b"k8s:enc:aesgcm:v1:key1:"), "{value:?}");
-    assert!(!value.windows(8).any(|w| w == b"password"), "plaintext in etcd");
+    assert!(
+        !value.windows(8).any(|w| w == b"password"),
+        "plaintext in etcd"
+    );
     // Copied under another key, the ciphertext does not decrypt.
     let other_key = store.prepare_key("secrets/default/copy").unwrap();
     raw.put(other_key.as_str(), value, None).await.unwrap();
@@ -77,12 +86,16 @@ async fn rotate_keys_and_rewrite_everything() {
         .await
         .unwrap();
     assert_eq!(s0.data["data"]["password"], "aHVudGVyMg==");
-    let summary = rewrite_stale(&store, "secrets", 2, |_, _| {}).await.unwrap();
+    let summary = rewrite_stale(&store, "secrets", 2, |_, _| {})
+        .await
+        .unwrap();
     assert_eq!(summary.scanned, 5);
     assert_eq!(summary.rewritten, 5);
     assert!(summary.failed.is_empty(), "{:?}", summary.failed);
     // A second pass finds nothing stale.
-    let again = rewrite_stale(&store, "secrets", 2, |_, _| {}).await.unwrap();
+    let again = rewrite_stale(&store, "secrets", 2, |_, _| {})
+        .await
+        .unwrap();
     assert_eq!((again.scanned, again.rewritten), (5, 0));
 
     // key1 gone: everything still reads.
@@ -95,7 +108,11 @@ async fn rotate_keys_and_rewrite_everything() {
     let list = store.list("secrets", &options).await.unwrap();
     assert_eq!(list.items.len(), 5);
     let stored = raw.get(etcd_key.as_str(), None).await.unwrap();
-    assert!(stored.kvs()[0].value().starts_with(b"k8s:enc:aesgcm:v1:key2:"));
+    assert!(
+        stored.kvs()[0]
+            .value()
+            .starts_with(b"k8s:enc:aesgcm:v1:key2:")
+    );
 
     // And with key1 only, nothing reads: the rewrite really replaced the ciphertext.
     let only_key1 = api(&prefix, &[("key1", KEY1)]).await;

@@ -83,7 +83,9 @@ pub(crate) enum Command {
     /// Replace an object by guaranteed update. A resourceVersion in the file must match
     /// the stored one (as with `kubectl replace`); without one the update is
     /// unconditional.
-    #[command(after_help = "Example:\n  apistore update configmaps/default/cm1 -f cm.yaml --precondition-uid 1234")]
+    #[command(
+        after_help = "Example:\n  apistore update configmaps/default/cm1 -f cm.yaml --precondition-uid 1234"
+    )]
     Update {
         /// The key, relative to the prefix.
         key: String,
@@ -94,7 +96,9 @@ pub(crate) enum Command {
         preconditions: PreconditionArgs,
     },
     /// Delete the object under a key and print its last state.
-    #[command(after_help = "Example:\n  apistore delete configmaps/default/cm1 --precondition-rv 42")]
+    #[command(
+        after_help = "Example:\n  apistore delete configmaps/default/cm1 --precondition-rv 42"
+    )]
     Delete {
         /// The key, relative to the prefix.
         key: String,
@@ -112,7 +116,9 @@ pub(crate) enum Command {
     #[command(subcommand)]
     Encryption(EncryptionCommand),
     /// List the objects under a prefix as a `List`.
-    #[command(after_help = "Examples:\n  apistore list configmaps --limit 500\n  apistore list pods/default -l app=web --all")]
+    #[command(
+        after_help = "Examples:\n  apistore list configmaps --limit 500\n  apistore list pods/default -l app=web --all"
+    )]
     List {
         /// The prefix, relative to the store prefix.
         #[arg(value_name = "PREFIX")]
@@ -148,7 +154,9 @@ pub(crate) enum EncryptionCommand {
     /// compare-and-swap so that a concurrent writer is never overwritten. Run it after
     /// rotating keys. Prints a summary (scanned, rewritten, failed); exits 1 if any
     /// value failed.
-    #[command(after_help = "Example:\n  apistore --encryption-config enc.yaml encryption rewrite secrets")]
+    #[command(
+        after_help = "Example:\n  apistore --encryption-config enc.yaml encryption rewrite secrets"
+    )]
     Rewrite {
         /// The prefix, relative to the store prefix.
         #[arg(value_name = "PREFIX")]

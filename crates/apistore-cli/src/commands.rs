@@ -61,12 +61,17 @@ impl CliError {
 }
 
 pub(crate) async fn run(cli: Cli) -> Result<(), CliError> {
-    let registry = cli.global.metrics_out.as_ref().map(|_| apistore::prometheus::Registry::new());
+    let registry = cli
+        .global
+        .metrics_out
+        .as_ref()
+        .map(|_| apistore::prometheus::Registry::new());
     let outcome = run_command(cli.command, &cli.global, registry.as_ref()).await;
     if let (Some(path), Some(registry)) = (&cli.global.metrics_out, &registry) {
         let text = apistore::layers::telemetry::encode_text(registry);
-        let written = std::fs::write(path, text)
-            .map_err(|e| CliError::Output(format!("cannot write metrics to {}: {e}", path.display())));
+        let written = std::fs::write(path, text).map_err(|e| {
+            CliError::Output(format!("cannot write metrics to {}: {e}", path.display()))
+        });
         // The command's own failure is the one to report.
         outcome?;
         return written;
@@ -175,7 +180,8 @@ async fn run_command(
             }
             let mut list: ObjectList<DynamicObject> = store.list(&prefix, &options).await?;
             while all && !list.metadata.continue_token.is_empty() {
-                options.predicate.continue_token = std::mem::take(&mut list.metadata.continue_token);
+                options.predicate.continue_token =
+                    std::mem::take(&mut list.metadata.continue_token);
                 // A continued list takes its revision from the token.
                 options.resource_version.clear();
                 options.resource_version_match = ResourceVersionMatch::Unset;
@@ -209,7 +215,9 @@ async fn connect(
         builder = builder.encryption_config_file(path);
     }
     if let Some(registry) = registry {
-        builder = builder.metrics_registry(registry).map_err(CliError::Connect)?;
+        builder = builder
+            .metrics_registry(registry)
+            .map_err(CliError::Connect)?;
     }
     builder.build().await.map_err(CliError::Connect)
 }
@@ -243,6 +251,10 @@ fn read_object(path: &Path) -> Result<DynamicObject, CliError> {
             .map_err(|e| CliError::Input(format!("cannot read {}: {e}", path.display())))?
     };
     // YAML is a superset of JSON: one parser reads both.
-    serde_yaml::from_str(&text)
-        .map_err(|e| CliError::Input(format!("{} is not a JSON or YAML object: {e}", path.display())))
+    serde_yaml::from_str(&text).map_err(|e| {
+        CliError::Input(format!(
+            "{} is not a JSON or YAML object: {e}",
+            path.display()
+        ))
+    })
 }

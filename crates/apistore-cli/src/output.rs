@@ -11,8 +11,8 @@ use crate::commands::CliError;
 pub(crate) fn print<T: Serialize>(format: OutputFormat, value: &T) -> Result<(), CliError> {
     let text = match format {
         OutputFormat::Json => {
-            let mut text = serde_json::to_string_pretty(value)
-                .map_err(|e| CliError::Output(e.to_string()))?;
+            let mut text =
+                serde_json::to_string_pretty(value).map_err(|e| CliError::Output(e.to_string()))?;
             text.push('\n');
             text
         }

@@ -55,7 +55,10 @@ impl fmt::Debug for ClientConfig {
             .field("keep_alive", &self.keep_alive)
             .field(
                 "credentials",
-                &self.credentials.as_ref().map(|(user, _)| (user, "<redacted>")),
+                &self
+                    .credentials
+                    .as_ref()
+                    .map(|(user, _)| (user, "<redacted>")),
             )
             .finish()
     }

@@ -45,7 +45,11 @@ where
             }
 
             let txn = Txn::new()
-                .when([Compare::mod_revision(prepared.as_str(), CompareOp::Equal, state.rev)])
+                .when([Compare::mod_revision(
+                    prepared.as_str(),
+                    CompareOp::Equal,
+                    state.rev,
+                )])
                 .and_then([TxnOp::delete(prepared.as_str(), None)])
                 .or_else([TxnOp::get(prepared.as_str(), None)]);
             let mut kv = self.kv();

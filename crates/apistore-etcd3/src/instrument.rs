@@ -84,7 +84,9 @@ impl Instrumentation {
         if type_label == metrics.resource.resource() {
             metrics.resource.record_etcd_request(operation, ok, elapsed);
         } else {
-            metrics.all.record_etcd_request(operation, type_label, ok, elapsed);
+            metrics
+                .all
+                .record_etcd_request(operation, type_label, ok, elapsed);
         }
     }
 
@@ -166,7 +168,13 @@ impl Trace {
         self.0.event_with(name, &[StepAttr::Err(err)]);
     }
 
-    pub(crate) fn event_len_err(&mut self, name: &'static str, len: usize, err: &dyn std::fmt::Display) {
-        self.0.event_with(name, &[StepAttr::Len(len), StepAttr::Err(err)]);
+    pub(crate) fn event_len_err(
+        &mut self,
+        name: &'static str,
+        len: usize,
+        err: &dyn std::fmt::Display,
+    ) {
+        self.0
+            .event_with(name, &[StepAttr::Len(len), StepAttr::Err(err)]);
     }
 }

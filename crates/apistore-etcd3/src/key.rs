@@ -33,10 +33,8 @@ pub(crate) fn clean_path(path: &str) -> String {
 /// refused (`invalid key`), as are `""` and `"/"` (`empty key`); one leading `/` is
 /// dropped; nothing else is normalised (`//` stays, `bar..` is fine).
 pub(crate) fn prepare_key(path_prefix: &str, key: &str) -> Result<String> {
-    let climbs = key == ".."
-        || key.starts_with("../")
-        || key.ends_with("/..")
-        || key.contains("/../");
+    let climbs =
+        key == ".." || key.starts_with("../") || key.ends_with("/..") || key.contains("/../");
     let dots = key == "." || key.starts_with("./") || key.ends_with("/.") || key.contains("/./");
     if climbs || dots {
         return Err(StorageError::InvalidKey {

@@ -8,7 +8,9 @@
 //!   authenticated data; the resourceVersion is the mod revision and is never stored;
 //! - create is a transaction on "mod revision is 0"; update and delete are
 //!   compare-and-swap on the mod revision, retried on conflict with a fresh read;
-//! - objects with a TTL share leases through a lease manager.
+//! - objects with a TTL share leases through a lease manager;
+//! - watches deliver every change after a resourceVersion, in order, over one etcd
+//!   watch stream per store, or end with an error event.
 //!
 //! No etcd-client type appears in this crate's API: connect with [`EtcdClient`].
 //!
@@ -29,6 +31,8 @@
 mod client;
 mod delete;
 mod error;
+mod event;
+mod feature_support;
 mod instrument;
 mod key;
 mod lease_manager;
@@ -36,16 +40,19 @@ mod list;
 mod scan;
 mod store;
 mod update;
+mod watch_mux;
+mod watcher;
 
 use apistore_storage::{
     ApiObject, DeleteOptions, GetOptions, ListOptions, ObjectList, ResponseMeta, Result, Storage,
-    StorageError, Update, UpdateOptions, Versioner, WatchStream,
+    Update, UpdateOptions, Versioner, WatchStream,
 };
 
 pub use client::{ClientConfig, EtcdClient};
 pub use error::ConnectError;
 pub use lease_manager::LeaseManagerConfig;
 pub use store::{Etcd3Store, StoreConfig};
+pub use watcher::{SyncPageHook, next_event};
 
 impl<T> Storage for Etcd3Store<T>
 where
@@ -78,20 +85,16 @@ where
     where
         F: FnMut(T, &ResponseMeta) -> Result<Update<T>> + Send,
     {
-        self.guaranteed_update_object(key, options, try_update).await
+        self.guaranteed_update_object(key, options, try_update)
+            .await
     }
 
     async fn list(&self, key: &str, options: &ListOptions) -> Result<ObjectList<T>> {
         self.list_objects(key, options).await
     }
 
-    async fn watch(&self, key: &str, _options: &ListOptions) -> Result<WatchStream<T>> {
-        let prepared = self.prepare_key(key)?;
-        Err(StorageError::Internal {
-            key: prepared,
-            message: "watch is not implemented yet".to_owned(),
-            source: None,
-        })
+    async fn watch(&self, key: &str, options: &ListOptions) -> Result<WatchStream<T>> {
+        self.watch_objects(key, options).await
     }
 
     async fn count(&self, key: &str) -> Result<i64> {
@@ -104,6 +107,6 @@ where
     }
 
     async fn request_watch_progress(&self) -> Result<()> {
-        Ok(())
+        self.request_progress().await
     }
 }

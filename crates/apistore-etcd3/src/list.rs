@@ -2,8 +2,8 @@
 //! `resolveGetListRev` in kube-apiserver's `etcd3/store.go`.
 
 use apistore_storage::{
-    Versioner,
     ApiObject, ListMeta, ListOptions, ObjectList, ResourceVersionMatch, Result, StorageError,
+    Versioner,
 };
 use apistore_versioning::continue_token;
 use bytes::Bytes;
@@ -41,12 +41,11 @@ where
         let mut prepared = self.prepare_key(key)?;
         let _span = self.instrumentation.list_span(key, options);
         let mut counts = ListCounts::default();
-        let outcome = self.list_prepared(&mut prepared, options, &mut counts).await;
-        self.instrumentation.record_list(
-            counts.fetched,
-            counts.evaluated,
-            counts.returned,
-        );
+        let outcome = self
+            .list_prepared(&mut prepared, options, &mut counts)
+            .await;
+        self.instrumentation
+            .record_list(counts.fetched, counts.evaluated, counts.returned);
         outcome
     }
 
@@ -127,7 +126,9 @@ where
             if kvs.is_empty() && has_more {
                 return Err(StorageError::Internal {
                     key: key_prefix,
-                    message: "no results were found, but etcd indicated there were more values remaining".to_owned(),
+                    message:
+                        "no results were found, but etcd indicated there were more values remaining"
+                            .to_owned(),
                     source: None,
                 });
             }
@@ -181,7 +182,7 @@ where
         )
         .map_err(|err| StorageError::Internal {
             key: key_prefix.clone(),
-            message: format!("unable to encode next field: {err}"),
+            message: err.to_string(),
             source: Some(Box::new(err)),
         })?;
         let (continue_value, remaining) = match next {
@@ -235,7 +236,12 @@ where
 }
 
 /// The revision a list reads at: 0 for "latest". kube-apiserver's `resolveGetListRev`.
-fn resolve_rev(continue_key: &str, continue_rv: i64, options: &ListOptions, key: &str) -> Result<i64> {
+fn resolve_rev(
+    continue_key: &str,
+    continue_rv: i64,
+    options: &ListOptions,
+    key: &str,
+) -> Result<i64> {
     if !continue_key.is_empty() {
         if !options.resource_version.is_empty() && options.resource_version != "0" {
             return Err(StorageError::bad_request(
@@ -250,8 +256,10 @@ fn resolve_rev(continue_key: &str, continue_rv: i64, options: &ListOptions, key:
     if options.resource_version.is_empty() {
         return Ok(0);
     }
-    let parsed = apistore_versioning::parse_resource_version(&options.resource_version)
-        .map_err(|err| StorageError::bad_request(key, format!("invalid resource version: {err}")))?;
+    let parsed =
+        apistore_versioning::parse_resource_version(&options.resource_version).map_err(|err| {
+            StorageError::bad_request(key, format!("invalid resource version: {err}"))
+        })?;
     let parsed = i64::try_from(parsed).unwrap_or(i64::MAX);
     Ok(match options.resource_version_match {
         // Checked against the answer's revision once etcd has answered.
@@ -274,19 +282,136 @@ mod tests {
     // The resolution table of TestResolveGetListRev, minus the etcd round trip.
     #[test]
     fn resolve_get_list_rev_follows_the_reference_table() {
-        let cases: Vec<(&str, &str, i64, &str, ResourceVersionMatch, bool, i64, Result<i64, &str>)> = vec![
-            ("continue with rv", "k", 100, "200", ResourceVersionMatch::Unset, true, 0, Err("specifying resource version is not allowed when using continue")),
-            ("invalid rv", "", 0, "invalid", ResourceVersionMatch::Unset, true, 0, Err("invalid resource version")),
-            ("continue rv 100, rv 0", "k", 100, "0", ResourceVersionMatch::Unset, true, 0, Ok(100)),
-            ("continue rv 100, no rv", "k", 100, "", ResourceVersionMatch::Unset, true, 0, Ok(100)),
-            ("continue rv 0", "k", 0, "", ResourceVersionMatch::Unset, true, 0, Ok(0)),
-            ("continue rv -1", "k", -1, "", ResourceVersionMatch::Unset, true, 0, Ok(0)),
-            ("no rv", "", 0, "", ResourceVersionMatch::Unset, true, 0, Ok(0)),
-            ("not older than", "", 0, "200", ResourceVersionMatch::NotOlderThan, true, 0, Ok(0)),
-            ("exact", "", 0, "200", ResourceVersionMatch::Exact, true, 0, Ok(200)),
-            ("legacy non-recursive with limit", "", 0, "200", ResourceVersionMatch::Unset, false, 5, Ok(0)),
-            ("legacy recursive without limit", "", 0, "200", ResourceVersionMatch::Unset, true, 0, Ok(0)),
-            ("legacy recursive with limit", "", 0, "200", ResourceVersionMatch::Unset, true, 5, Ok(200)),
+        let cases: Vec<(
+            &str,
+            &str,
+            i64,
+            &str,
+            ResourceVersionMatch,
+            bool,
+            i64,
+            Result<i64, &str>,
+        )> = vec![
+            (
+                "continue with rv",
+                "k",
+                100,
+                "200",
+                ResourceVersionMatch::Unset,
+                true,
+                0,
+                Err("specifying resource version is not allowed when using continue"),
+            ),
+            (
+                "invalid rv",
+                "",
+                0,
+                "invalid",
+                ResourceVersionMatch::Unset,
+                true,
+                0,
+                Err("invalid resource version"),
+            ),
+            (
+                "continue rv 100, rv 0",
+                "k",
+                100,
+                "0",
+                ResourceVersionMatch::Unset,
+                true,
+                0,
+                Ok(100),
+            ),
+            (
+                "continue rv 100, no rv",
+                "k",
+                100,
+                "",
+                ResourceVersionMatch::Unset,
+                true,
+                0,
+                Ok(100),
+            ),
+            (
+                "continue rv 0",
+                "k",
+                0,
+                "",
+                ResourceVersionMatch::Unset,
+                true,
+                0,
+                Ok(0),
+            ),
+            (
+                "continue rv -1",
+                "k",
+                -1,
+                "",
+                ResourceVersionMatch::Unset,
+                true,
+                0,
+                Ok(0),
+            ),
+            (
+                "no rv",
+                "",
+                0,
+                "",
+                ResourceVersionMatch::Unset,
+                true,
+                0,
+                Ok(0),
+            ),
+            (
+                "not older than",
+                "",
+                0,
+                "200",
+                ResourceVersionMatch::NotOlderThan,
+                true,
+                0,
+                Ok(0),
+            ),
+            (
+                "exact",
+                "",
+                0,
+                "200",
+                ResourceVersionMatch::Exact,
+                true,
+                0,
+                Ok(200),
+            ),
+            (
+                "legacy non-recursive with limit",
+                "",
+                0,
+                "200",
+                ResourceVersionMatch::Unset,
+                false,
+                5,
+                Ok(0),
+            ),
+            (
+                "legacy recursive without limit",
+                "",
+                0,
+                "200",
+                ResourceVersionMatch::Unset,
+                true,
+                0,
+                Ok(0),
+            ),
+            (
+                "legacy recursive with limit",
+                "",
+                0,
+                "200",
+                ResourceVersionMatch::Unset,
+                true,
+                5,
+                Ok(200),
+            ),
         ];
         for (name, continue_key, continue_rv, rv, rv_match, recursive, limit, want) in cases {
             let mut options = ListOptions {

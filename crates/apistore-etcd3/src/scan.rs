@@ -35,7 +35,11 @@ where
             }
             let mut kv = self.kv();
             let mut response = self
-                .call(&prefix, Operation::List, kv.get(start.clone(), Some(options)))
+                .call(
+                    &prefix,
+                    Operation::List,
+                    kv.get(start.clone(), Some(options)),
+                )
                 .await?;
             if revision == 0 {
                 revision = response.header().map_or(0, |h| h.revision());

@@ -9,13 +9,15 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use apistore_storage::{
-    ApiObject, Codec, GetOptions, JsonCodec, Result, ResponseMeta, StorageError, Versioner,
+    ApiObject, Codec, GetOptions, JsonCodec, ResponseMeta, Result, StorageError, Versioner,
 };
 use apistore_telemetry::StorageMetrics;
 use apistore_value::{IdentityTransformer, Transformer};
 use apistore_versioning::ApiObjectVersioner;
 use bytes::Bytes;
-use etcd_client::{Compare, CompareOp, GetOptions as EtcdGetOptions, KvClient, PutOptions, Txn, TxnOp};
+use etcd_client::{
+    Compare, CompareOp, GetOptions as EtcdGetOptions, KvClient, PutOptions, Txn, TxnOp,
+};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
@@ -24,6 +26,7 @@ use crate::error::{from_etcd, timed_out};
 use crate::instrument::{Instrumentation, Operation};
 use crate::key::{as_directory, path_prefix, prefix_range_end, prepare_key};
 use crate::lease_manager::{LeaseManager, LeaseManagerConfig};
+use crate::watcher::WatchSettings;
 
 /// How a store lays out and treats its objects.
 #[derive(Debug, Clone)]
@@ -41,6 +44,10 @@ pub struct StoreConfig {
     pub lease: LeaseManagerConfig,
     /// The longest one etcd request may take; `None` waits as long as etcd does.
     pub request_timeout: Option<Duration>,
+    /// kube-apiserver's `WatchList` feature gate (off by default, as in v0.31.1): with
+    /// it, `sendInitialEvents` asks a watch for the current state followed by a bookmark
+    /// that ends the initial events.
+    pub watch_list: bool,
 }
 
 impl Default for StoreConfig {
@@ -51,6 +58,7 @@ impl Default for StoreConfig {
             resource_prefix: String::new(),
             lease: LeaseManagerConfig::default(),
             request_timeout: None,
+            watch_list: false,
         }
     }
 }
@@ -79,6 +87,7 @@ pub struct Etcd3Store<T> {
     pub(crate) request_timeout: Option<Duration>,
     pub(crate) versioner: ApiObjectVersioner,
     pub(crate) instrumentation: Instrumentation,
+    pub(crate) watch: WatchSettings,
 }
 
 impl<T> Clone for Etcd3Store<T> {
@@ -94,6 +103,7 @@ impl<T> Clone for Etcd3Store<T> {
             request_timeout: self.request_timeout,
             versioner: self.versioner,
             instrumentation: self.instrumentation.clone(),
+            watch: self.watch.clone(),
         }
     }
 }
@@ -145,6 +155,7 @@ where
         transformer: Arc<dyn Transformer>,
     ) -> Self {
         Self {
+            watch: WatchSettings::new(&client, config.watch_list),
             client,
             codec,
             transformer,
@@ -269,7 +280,10 @@ where
 
     /// Reads stored bytes back to plain bytes; a failure is an internal error naming the key.
     pub(crate) fn transform_from_storage(&self, key: &str, value: Bytes) -> Result<(Bytes, bool)> {
-        match self.transformer.transform_from_storage(value, key.as_bytes()) {
+        match self
+            .transformer
+            .transform_from_storage(value, key.as_bytes())
+        {
             Ok(plain) => Ok((plain.data, plain.stale)),
             Err(err) => Err(StorageError::Internal {
                 key: key.to_owned(),
@@ -307,11 +321,13 @@ where
     /// Encodes an object for storage (resourceVersion and selfLink cleared).
     pub(crate) fn encode(&self, key: &str, obj: &mut T) -> Result<Bytes> {
         self.versioner.prepare_object_for_storage(obj)?;
-        self.codec.encode(obj).map_err(|err| StorageError::Internal {
-            key: key.to_owned(),
-            message: format!("unable to encode object: {err}"),
-            source: Some(Box::new(err)),
-        })
+        self.codec
+            .encode(obj)
+            .map_err(|err| StorageError::Internal {
+                key: key.to_owned(),
+                message: format!("unable to encode object: {err}"),
+                source: Some(Box::new(err)),
+            })
     }
 
     pub(crate) fn set_revision(&self, obj: &mut T, rev: i64) {
@@ -325,12 +341,15 @@ where
         if ttl == 0 {
             return Ok(None);
         }
-        let ttl = i64::try_from(ttl).map_err(|_| {
-            StorageError::bad_request(key, format!("ttl {ttl} is out of range"))
-        })?;
+        let ttl = i64::try_from(ttl)
+            .map_err(|_| StorageError::bad_request(key, format!("ttl {ttl} is out of range")))?;
         let mut lease_client = self.client.inner.lease_client();
         let (id, previous_count) = self
-            .call(key, Operation::Lease, self.lease_manager.get_lease(&mut lease_client, ttl))
+            .call(
+                key,
+                Operation::Lease,
+                self.lease_manager.get_lease(&mut lease_client, ttl),
+            )
             .await?;
         if let Some(count) = previous_count {
             self.instrumentation.observe_lease_object_count(count);
@@ -339,11 +358,13 @@ where
     }
 
     /// Reads the current state of `key` (a `get` in metrics).
-    pub(crate) async fn current_state(&self, key: &str, ignore_not_found: bool) -> Result<ObjState<T>> {
+    pub(crate) async fn current_state(
+        &self,
+        key: &str,
+        ignore_not_found: bool,
+    ) -> Result<ObjState<T>> {
         let mut kv = self.kv();
-        let response = self
-            .call(key, Operation::Get, kv.get(key, None))
-            .await?;
+        let response = self.call(key, Operation::Get, kv.get(key, None)).await?;
         self.state_from_response(key, response, ignore_not_found)
     }
 
@@ -384,13 +405,14 @@ where
 
     /// The state of a caller's cached object: its resourceVersion and its encoding.
     pub(crate) fn state_from_object(&self, key: &str, mut obj: T) -> Result<ObjState<T>> {
-        let rv = self.versioner.object_resource_version(&obj).map_err(|err| {
-            StorageError::Internal {
+        let rv = self
+            .versioner
+            .object_resource_version(&obj)
+            .map_err(|err| StorageError::Internal {
                 key: key.to_owned(),
                 message: format!("couldn't get resource version: {err}"),
                 source: Some(Box::new(err)),
-            }
-        })?;
+            })?;
         let rev = i64::try_from(rv).map_err(|_| {
             StorageError::bad_request(key, format!("resource version {rv} is out of range"))
         })?;
@@ -419,9 +441,12 @@ where
         if minimum.is_empty() {
             return Ok(());
         }
-        let minimum_rv = self.versioner.parse_resource_version(minimum).map_err(|err| {
-            StorageError::bad_request(key, format!("invalid resource version: {err}"))
-        })?;
+        let minimum_rv = self
+            .versioner
+            .parse_resource_version(minimum)
+            .map_err(|err| {
+                StorageError::bad_request(key, format!("invalid resource version: {err}"))
+            })?;
         let actual = actual.max(0).unsigned_abs();
         if minimum_rv > actual {
             return Err(StorageError::ResourceVersionTooLarge {
@@ -460,7 +485,9 @@ where
     /// revision of the put.
     pub(crate) async fn create_object(&self, key: &str, mut obj: T, ttl: u64) -> Result<T> {
         let prepared = self.prepare_key(key)?;
-        let mut trace = self.instrumentation.create_span(key, std::any::type_name::<T>(), &self.group_resource);
+        let mut trace =
+            self.instrumentation
+                .create_span(key, std::any::type_name::<T>(), &self.group_resource);
         if matches!(self.versioner.object_resource_version(&obj), Ok(v) if v != 0) {
             return Err(StorageError::ResourceVersionSetOnCreate { key: prepared });
         }
@@ -483,8 +510,16 @@ where
         };
         trace.event("TransformToStorage succeeded");
         let txn = Txn::new()
-            .when([Compare::mod_revision(prepared.as_str(), CompareOp::Equal, 0)])
-            .and_then([TxnOp::put(prepared.as_str(), Vec::from(stored), put_options)]);
+            .when([Compare::mod_revision(
+                prepared.as_str(),
+                CompareOp::Equal,
+                0,
+            )])
+            .and_then([TxnOp::put(
+                prepared.as_str(),
+                Vec::from(stored),
+                put_options,
+            )]);
         let mut kv = self.kv();
         let response = match self.call(&prepared, Operation::Create, kv.txn(txn)).await {
             Ok(response) => response,
@@ -516,7 +551,11 @@ where
             .with_count_only();
         let mut kv = self.kv();
         let response = self
-            .call(&prepared, Operation::ListWithCount, kv.get(prepared.as_str(), Some(options)))
+            .call(
+                &prepared,
+                Operation::ListWithCount,
+                kv.get(prepared.as_str(), Some(options)),
+            )
             .await?;
         Ok(response.count())
     }

@@ -22,7 +22,9 @@ where
         F: FnMut(T, &ResponseMeta) -> Result<Update<T>> + Send,
     {
         let prepared = self.prepare_key(key)?;
-        let mut trace = self.instrumentation.update_span(key, std::any::type_name::<T>(), &self.group_resource);
+        let mut trace =
+            self.instrumentation
+                .update_span(key, std::any::type_name::<T>(), &self.group_resource);
         let ignore_not_found = options.ignore_not_found;
         let (mut state, mut is_current) = match options.cached_existing_object {
             Some(cached) => (self.state_from_object(&prepared, cached)?, false),
@@ -114,8 +116,16 @@ where
             trace.event("Transaction prepared");
 
             let txn = Txn::new()
-                .when([Compare::mod_revision(prepared.as_str(), CompareOp::Equal, rev)])
-                .and_then([TxnOp::put(prepared.as_str(), Vec::from(stored), put_options)])
+                .when([Compare::mod_revision(
+                    prepared.as_str(),
+                    CompareOp::Equal,
+                    rev,
+                )])
+                .and_then([TxnOp::put(
+                    prepared.as_str(),
+                    Vec::from(stored),
+                    put_options,
+                )])
                 .or_else([TxnOp::get(prepared.as_str(), None)]);
             let mut kv = self.kv();
             let response = match self.call(&prepared, Operation::Update, kv.txn(txn)).await {

@@ -61,6 +61,9 @@ mod tests {
     fn empty_list_serialises_items_as_an_empty_array() {
         let list: ObjectList<serde_json::Value> = ObjectList::default();
         let json = serde_json::to_string(&list).unwrap();
-        assert_eq!(json, r#"{"apiVersion":"v1","kind":"List","metadata":{},"items":[]}"#);
+        assert_eq!(
+            json,
+            r#"{"apiVersion":"v1","kind":"List","metadata":{},"items":[]}"#
+        );
     }
 }

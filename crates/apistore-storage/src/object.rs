@@ -187,7 +187,10 @@ mod k8s {
             self.metadata().labels.as_ref().unwrap_or(&EMPTY_LABELS)
         }
         fn resource_version(&self) -> &str {
-            self.metadata().resource_version.as_deref().unwrap_or_default()
+            self.metadata()
+                .resource_version
+                .as_deref()
+                .unwrap_or_default()
         }
         fn set_resource_version(&mut self, resource_version: String) {
             self.metadata_mut().resource_version =
@@ -197,7 +200,9 @@ mod k8s {
             self.metadata_mut().self_link = None;
         }
         fn annotations_mut(&mut self) -> &mut Labels {
-            self.metadata_mut().annotations.get_or_insert_with(Labels::new)
+            self.metadata_mut()
+                .annotations
+                .get_or_insert_with(Labels::new)
         }
     }
 }

@@ -275,8 +275,14 @@ mod tests {
     fn resource_version_match_parses_known_values_only() {
         assert_eq!("".parse(), Ok(ResourceVersionMatch::Unset));
         assert_eq!("Exact".parse(), Ok(ResourceVersionMatch::Exact));
-        assert_eq!("NotOlderThan".parse(), Ok(ResourceVersionMatch::NotOlderThan));
+        assert_eq!(
+            "NotOlderThan".parse(),
+            Ok(ResourceVersionMatch::NotOlderThan)
+        );
         let err = "Invalid".parse::<ResourceVersionMatch>().unwrap_err();
-        assert_eq!(err.to_string(), "unknown ResourceVersionMatch value: Invalid");
+        assert_eq!(
+            err.to_string(),
+            "unknown ResourceVersionMatch value: Invalid"
+        );
     }
 }

@@ -88,7 +88,10 @@ mod tests {
         for (input, want) in [("", 0), ("0", 0), ("1", 1), ("10", 10)] {
             assert_eq!(parse_resource_version(input).unwrap(), want, "{input:?}");
         }
-        assert_eq!(parse_resource_version(&u64::MAX.to_string()).unwrap(), u64::MAX);
+        assert_eq!(
+            parse_resource_version(&u64::MAX.to_string()).unwrap(),
+            u64::MAX
+        );
         for bad in ["a", " ", "-1", "+1", "1 ", "18446744073709551616", "１"] {
             let err = parse_resource_version(bad).unwrap_err();
             assert_eq!(err.kind(), apistore_storage::ErrorKind::Invalid, "{bad:?}");
@@ -126,8 +129,13 @@ mod tests {
     fn update_list_refuses_revision_zero() {
         let v = ApiObjectVersioner;
         let mut meta = ListMeta::default();
-        let err = v.update_list(&mut meta, 0, String::new(), None).unwrap_err();
-        assert!(err.to_string().contains("illegal resource version from storage: 0"));
+        let err = v
+            .update_list(&mut meta, 0, String::new(), None)
+            .unwrap_err();
+        assert!(
+            err.to_string()
+                .contains("illegal resource version from storage: 0")
+        );
         v.update_list(&mut meta, 7, "tok".into(), Some(3)).unwrap();
         assert_eq!(meta.resource_version, "7");
         assert_eq!(meta.continue_token, "tok");

@@ -135,7 +135,9 @@ impl ApiStoreBuilder {
             ),
         };
         let encryption = encryption.map(|config| match &self.metrics {
-            Some(metrics) => Arc::new(config.with_observer(Arc::new(MetricsObserver(metrics.clone())))),
+            Some(metrics) => {
+                Arc::new(config.with_observer(Arc::new(MetricsObserver(metrics.clone()))))
+            }
             None => Arc::new(config),
         });
         let client = EtcdClient::connect(&self.client).await?;

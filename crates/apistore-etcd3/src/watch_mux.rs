@@ -1,0 +1,375 @@
+//! One etcd gRPC watch stream per store, shared by all of the store's watches.
+//!
+//! etcd multiplexes watches over one bidirectional stream: a create request answers
+//! with a watch id, and every response names the watch it is for. kube-apiserver's Go
+//! client shares one stream between all watches of a client in the same way. Sharing
+//! keeps an idle watch cheap (a route in a map and two small channels here, one
+//! watcher in etcd) instead of an HTTP/2 stream and its buffers each.
+//!
+//! The [`WatchHub`] owns a multiplexer task that reads the stream and routes each
+//! response to its watch through a small bounded channel, and a pump task that writes
+//! requests. Responses are never awaited on a watch's behalf: a watch whose channel is
+//! full (its consumer is slow) is *overflowed*: its etcd watch is cancelled, and the
+//! watch re-creates it from the revision after the last response it received once it
+//! has drained what it has. A slow consumer thus costs its own watch a re-watch, never
+//! blocks the others, and memory stays bounded; no event is lost or repeated, because
+//! etcd never splits one revision over two responses.
+//!
+//! When the stream fails (etcd went away), every watch on it ends with an error;
+//! the next watch opens a new stream.
+
+use std::collections::{HashMap, VecDeque};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+
+use etcd_client::{WatchClient, WatchOptions, WatchResponse};
+use futures::StreamExt;
+use tokio::sync::{mpsc, oneshot};
+
+use crate::feature_support::FeatureSupportChecker;
+
+/// Responses buffered per watch before it counts as overflowed.
+const DELIVERY_BUFFER: usize = 16;
+
+/// The largest watch response accepted. A catching-up watch can receive up to a
+/// thousand revisions in one response; kube-apiserver's client accepts any size that
+/// gRPC can frame.
+const MAX_RESPONSE_BYTES: usize = i32::MAX as usize;
+
+/// Why a watch's route ended without a response saying so.
+#[derive(Debug)]
+pub(crate) enum RouteEnd {
+    /// The watch fell behind; it should watch again from where it is.
+    Overflowed,
+    /// The shared stream failed.
+    Failed(String),
+}
+
+/// What a watch asks etcd for.
+#[derive(Debug, Clone)]
+pub(crate) struct WatchSpec {
+    pub(crate) key: Vec<u8>,
+    pub(crate) options: WatchOptions,
+}
+
+/// The shared watch stream of one store, started on first use.
+pub(crate) struct WatchHub {
+    client: WatchClient,
+    commands: Mutex<Option<mpsc::UnboundedSender<Command>>>,
+    next_id: AtomicU64,
+    active: AtomicUsize,
+    pub(crate) features: FeatureSupportChecker,
+}
+
+impl std::fmt::Debug for WatchHub {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("WatchHub")
+            .field("active", &self.active.load(Ordering::Relaxed))
+            .finish_non_exhaustive()
+    }
+}
+
+enum Command {
+    Create(PendingCreate),
+    Cancel(u64),
+    Progress,
+}
+
+struct PendingCreate {
+    id: u64,
+    spec: WatchSpec,
+    deliver: mpsc::Sender<Box<WatchResponse>>,
+    end: oneshot::Sender<RouteEnd>,
+    cancelled: bool,
+}
+
+/// A watch's place on the shared stream; dropping it cancels the etcd watch.
+pub(crate) struct Registration {
+    id: u64,
+    hub: Arc<WatchHub>,
+    pub(crate) responses: mpsc::Receiver<Box<WatchResponse>>,
+    pub(crate) end: oneshot::Receiver<RouteEnd>,
+}
+
+impl Drop for Registration {
+    fn drop(&mut self) {
+        self.hub.send_existing(Command::Cancel(self.id));
+    }
+}
+
+/// Counts a running watch task for as long as it lives.
+pub(crate) struct ActiveWatch(Arc<WatchHub>);
+
+impl Drop for ActiveWatch {
+    fn drop(&mut self) {
+        self.0.active.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+impl WatchHub {
+    pub(crate) fn new(client: WatchClient) -> Self {
+        Self {
+            client: client.max_decoding_message_size(MAX_RESPONSE_BYTES),
+            commands: Mutex::new(None),
+            next_id: AtomicU64::new(1),
+            active: AtomicUsize::new(0),
+            features: FeatureSupportChecker::default(),
+        }
+    }
+
+    /// How many watch tasks are running.
+    pub(crate) fn active(&self) -> usize {
+        self.active.load(Ordering::SeqCst)
+    }
+
+    /// Counts a new watch task.
+    pub(crate) fn track(self: &Arc<Self>) -> ActiveWatch {
+        self.active.fetch_add(1, Ordering::SeqCst);
+        ActiveWatch(Arc::clone(self))
+    }
+
+    /// Registers a watch on the shared stream, starting the stream if needed. Must run
+    /// inside a tokio runtime.
+    pub(crate) fn register(self: &Arc<Self>, spec: WatchSpec) -> Registration {
+        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
+        let (deliver, responses) = mpsc::channel(DELIVERY_BUFFER);
+        let (end_tx, end) = oneshot::channel();
+        self.send_or_start(Command::Create(PendingCreate {
+            id,
+            spec,
+            deliver,
+            end: end_tx,
+            cancelled: false,
+        }));
+        Registration {
+            id,
+            hub: Arc::clone(self),
+            responses,
+            end,
+        }
+    }
+
+    /// Asks etcd for a progress notification on the shared stream: every watch on it
+    /// gets a bookmark. Without a stream there is no watch to tell.
+    pub(crate) fn request_progress(&self) {
+        self.send_existing(Command::Progress);
+    }
+
+    fn send_existing(&self, command: Command) {
+        let Ok(commands) = self.commands.lock() else {
+            return;
+        };
+        if let Some(sender) = commands.as_ref() {
+            let _ = sender.send(command);
+        }
+    }
+
+    fn send_or_start(&self, command: Command) {
+        let Ok(mut commands) = self.commands.lock() else {
+            return;
+        };
+        let command = match commands.as_ref().map(|sender| sender.send(command)) {
+            Some(Ok(())) => return,
+            Some(Err(mpsc::error::SendError(command))) => command,
+            None => command,
+        };
+        // No multiplexer, or its runtime is gone: start one in the current runtime.
+        let (sender, receiver) = mpsc::unbounded_channel();
+        let _ = sender.send(command);
+        *commands = Some(sender);
+        tokio::spawn(run_mux(self.client.clone(), receiver));
+    }
+}
+
+/// Requests for the pump task.
+enum Outbound {
+    Create(WatchSpec),
+    Cancel(i64),
+    Progress,
+}
+
+struct Route {
+    etcd_id: i64,
+    deliver: mpsc::Sender<Box<WatchResponse>>,
+    end: oneshot::Sender<RouteEnd>,
+}
+
+/// The multiplexer's state for one open stream.
+#[derive(Default)]
+struct Routes {
+    /// Creates sent, in order; etcd answers them in the order it received them.
+    pending: VecDeque<PendingCreate>,
+    routes: HashMap<u64, Route>,
+    by_etcd_id: HashMap<i64, u64>,
+}
+
+async fn run_mux(mut client: WatchClient, mut commands: mpsc::UnboundedReceiver<Command>) {
+    // Wait for a watch to open a stream with; then serve it until it fails, and wait
+    // again.
+    while let Some(command) = commands.recv().await {
+        let first = match command {
+            Command::Create(create) => create,
+            // Nothing is registered: nothing to cancel, no one to notify.
+            Command::Cancel(_) | Command::Progress => continue,
+        };
+        if first.cancelled {
+            continue;
+        }
+        let stream = match client
+            .watch(first.spec.key.clone(), Some(first.spec.options.clone()))
+            .await
+        {
+            Ok(stream) => stream,
+            Err(err) => {
+                let _ = first.end.send(RouteEnd::Failed(format!(
+                    "cannot open an etcd watch stream: {err}"
+                )));
+                continue;
+            }
+        };
+        let (requests, mut responses) = stream.split();
+        let (outbound, outbound_rx) = mpsc::unbounded_channel();
+        tokio::spawn(pump(requests, outbound_rx));
+        let mut state = Routes::default();
+        state.pending.push_back(first);
+
+        let failure = loop {
+            tokio::select! {
+                command = commands.recv() => match command {
+                    None => return,
+                    Some(command) => state.command(command, &outbound),
+                },
+                response = responses.next() => match response {
+                    Some(Ok(response)) => state.dispatch(response, &outbound),
+                    Some(Err(err)) => break format!("the etcd watch stream failed: {err}"),
+                    None => break "etcd closed the watch stream".to_owned(),
+                },
+            }
+        };
+        state.fail_all(&failure);
+    }
+}
+
+async fn pump(
+    mut requests: etcd_client::WatchRequestSender,
+    mut outbound: mpsc::UnboundedReceiver<Outbound>,
+) {
+    while let Some(request) = outbound.recv().await {
+        let sent = match request {
+            Outbound::Create(spec) => requests.watch(spec.key, Some(spec.options)).await,
+            Outbound::Cancel(id) => requests.cancel(id).await,
+            Outbound::Progress => requests.request_progress().await,
+        };
+        if sent.is_err() {
+            // The stream is gone; the multiplexer sees it on the response side.
+            return;
+        }
+    }
+}
+
+impl Routes {
+    fn command(&mut self, command: Command, outbound: &mpsc::UnboundedSender<Outbound>) {
+        match command {
+            Command::Create(create) => {
+                if create.cancelled {
+                    return;
+                }
+                let _ = outbound.send(Outbound::Create(create.spec.clone()));
+                self.pending.push_back(create);
+            }
+            Command::Cancel(id) => {
+                if let Some(route) = self.routes.remove(&id) {
+                    self.by_etcd_id.remove(&route.etcd_id);
+                    let _ = outbound.send(Outbound::Cancel(route.etcd_id));
+                } else if let Some(pending) = self.pending.iter_mut().find(|p| p.id == id) {
+                    // Cancelled once etcd says which watch it is.
+                    pending.cancelled = true;
+                }
+            }
+            Command::Progress => {
+                let _ = outbound.send(Outbound::Progress);
+            }
+        }
+    }
+
+    fn dispatch(&mut self, response: WatchResponse, outbound: &mpsc::UnboundedSender<Outbound>) {
+        if response.created() {
+            let Some(create) = self.pending.pop_front() else {
+                return;
+            };
+            let etcd_id = response.watch_id();
+            if response.canceled() || etcd_id < 0 {
+                // etcd refused the watch: the response says why.
+                let _ = create.deliver.try_send(Box::new(response));
+                return;
+            }
+            if create.cancelled {
+                let _ = outbound.send(Outbound::Cancel(etcd_id));
+                return;
+            }
+            self.by_etcd_id.insert(etcd_id, create.id);
+            self.routes.insert(
+                create.id,
+                Route {
+                    etcd_id,
+                    deliver: create.deliver,
+                    end: create.end,
+                },
+            );
+            return;
+        }
+        if response.watch_id() < 0 {
+            // A progress notification on request is for every watch of the stream.
+            for route in self.routes.values() {
+                // A bookmark is advice: a watch too busy to take it does without.
+                let _ = route.deliver.try_send(Box::new(response.clone()));
+            }
+            return;
+        }
+        let Some(&id) = self.by_etcd_id.get(&response.watch_id()) else {
+            // A watch cancelled meanwhile.
+            return;
+        };
+        let Some(route) = self.routes.get(&id) else {
+            return;
+        };
+        let last = response.canceled() || response.compact_revision() != 0;
+        let progress_only = response.events().is_empty() && !last;
+        match route.deliver.try_send(Box::new(response)) {
+            Ok(()) => {
+                if last {
+                    self.remove(id);
+                }
+            }
+            Err(mpsc::error::TrySendError::Full(_)) if progress_only => {}
+            Err(mpsc::error::TrySendError::Full(_)) => {
+                if let Some(route) = self.remove(id) {
+                    if !last {
+                        let _ = outbound.send(Outbound::Cancel(route.etcd_id));
+                    }
+                    let _ = route.end.send(RouteEnd::Overflowed);
+                }
+            }
+            Err(mpsc::error::TrySendError::Closed(_)) => {
+                if let Some(route) = self.remove(id) {
+                    let _ = outbound.send(Outbound::Cancel(route.etcd_id));
+                }
+            }
+        }
+    }
+
+    fn remove(&mut self, id: u64) -> Option<Route> {
+        let route = self.routes.remove(&id)?;
+        self.by_etcd_id.remove(&route.etcd_id);
+        Some(route)
+    }
+
+    fn fail_all(self, reason: &str) {
+        for route in self.routes.into_values() {
+            let _ = route.end.send(RouteEnd::Failed(reason.to_owned()));
+        }
+        for create in self.pending {
+            let _ = create.end.send(RouteEnd::Failed(reason.to_owned()));
+        }
+    }
+}

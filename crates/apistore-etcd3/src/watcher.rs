@@ -1,0 +1,735 @@
+//! Watch: every change under a key after a resourceVersion, in order, exactly once, or
+//! an error event.
+//!
+//! Follows `etcd3/watcher.go` and `Watch`/`RequestWatchProgress` of `etcd3/store.go`
+//! in k8s.io/apiserver v0.31.1:
+//!
+//! - where a watch starts depends on the resourceVersion, `sendInitialEvents` and the
+//!   `WatchList` feature gate (here [`StoreConfig::watch_list`], off by default as in
+//!   v0.31.1), including the reference's quirks with the gate off ([`StartPlan`]);
+//! - an initial sync sends the current state as Added events (pages of 10,000 pinned
+//!   to the revision of the first page), optionally followed by the bookmark that ends
+//!   the initial events;
+//! - then an etcd watch from the next revision, with previous values, turned into
+//!   typed events by [`crate::event`];
+//! - a failure ends the stream with one Error event (410 when the revision was
+//!   compacted away, 500 for undecodable data or a lost etcd).
+//!
+//! Each watch runs in a task of its own feeding a channel of 100 events; the etcd side
+//! is the store's shared watch stream ([`crate::watch_mux`]). Dropping the stream ends
+//! the task and cancels the etcd watch.
+//!
+//! [`StoreConfig::watch_list`]: crate::StoreConfig::watch_list
+
+use std::convert::Infallible;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+
+use apistore_storage::{
+    ApiObject, ErrorKind, ListOptions, Result, SelectionPredicate, Status, StatusCause,
+    StatusReason, StorageError, Versioner, WatchEvent, WatchStream,
+};
+use apistore_versioning::continue_token;
+use etcd_client::{GetOptions as EtcdGetOptions, WatchOptions, WatchResponse};
+use futures::Stream;
+use futures::future::BoxFuture;
+use tokio::sync::mpsc;
+
+use crate::client::EtcdClient;
+use crate::error::{from_etcd, is_compacted};
+use crate::event::RawEvent;
+use crate::feature_support::EtcdFeature;
+use crate::instrument::Operation;
+use crate::key::{as_directory, prefix_range_end};
+use crate::store::Etcd3Store;
+use crate::watch_mux::{ActiveWatch, RouteEnd, WatchHub, WatchSpec};
+
+/// Events buffered between a watch's task and its consumer (the reference's
+/// `outgoingBufSize`).
+const OUTGOING_BUFFER: usize = 100;
+
+/// The page size of the initial sync of a recursive watch (the reference's `maxLimit`).
+const SYNC_PAGE_SIZE: i64 = 10_000;
+
+const WATCH_EXPIRED: &str = "The resourceVersion for the provided watch is too old.";
+const CONTINUE_EXPIRED: &str = "The provided continue parameter is too old to display a consistent list result. You can start a new list without the continue parameter.";
+const INCONSISTENT_CONTINUE: &str = "The provided continue parameter is too old to display a consistent list result. You can start a new list without the continue parameter, or use the continue token in this response to retrieve the remainder of the results. Continuing with the provided token results in an inconsistent list - objects that were created, modified, or deleted between the time the first chunk was returned and now may show up in the list.";
+
+/// Called after each page the initial sync of a recursive watch reads, with the page's
+/// index: a test seam, standing in for the reference's wrapped etcd client.
+pub type SyncPageHook = Arc<dyn Fn(usize) -> BoxFuture<'static, ()> + Send + Sync>;
+
+/// The watch state a store and its clones share.
+#[derive(Clone)]
+pub(crate) struct WatchSettings {
+    pub(crate) hub: Arc<WatchHub>,
+    pub(crate) watch_list: bool,
+    sync_page_size: i64,
+    after_sync_page: Option<SyncPageHook>,
+}
+
+impl WatchSettings {
+    pub(crate) fn new(client: &EtcdClient, watch_list: bool) -> Self {
+        Self {
+            hub: Arc::new(WatchHub::new(client.inner.watch_client())),
+            watch_list,
+            sync_page_size: SYNC_PAGE_SIZE,
+            after_sync_page: None,
+        }
+    }
+}
+
+impl std::fmt::Debug for WatchSettings {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("WatchSettings")
+            .field("watch_list", &self.watch_list)
+            .field("sync_page_size", &self.sync_page_size)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Where a watch starts and what it sends first, decided from the request alone
+/// (kube-apiserver's `getStartWatchResourceVersion`, `areInitialEventsRequired` and
+/// `isInitialEventsEndBookmarkRequired`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct StartPlan {
+    /// The revision the watch has seen up to: etcd events after it are sent.
+    pub(crate) start: Start,
+    /// Whether the current state is sent first, as Added events. The sync's revision
+    /// then replaces the start.
+    pub(crate) initial_events: bool,
+    /// Whether a bookmark marks the end of the initial events.
+    pub(crate) end_bookmark: bool,
+}
+
+/// The starting revision of a [`StartPlan`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Start {
+    /// This revision (0: none, so the etcd watch starts at revision 1 unless an initial
+    /// sync replaces it).
+    At(i64),
+    /// The current revision of the storage, read before the watch starts.
+    CurrentStorage,
+}
+
+impl StartPlan {
+    pub(crate) fn new(
+        rev: i64,
+        send_initial_events: Option<bool>,
+        allow_watch_bookmarks: bool,
+        watch_list: bool,
+    ) -> Self {
+        let start = if rev > 0 || !watch_list || send_initial_events != Some(false) {
+            Start::At(rev.max(0))
+        } else {
+            Start::CurrentStorage
+        };
+        // Legacy: RV unset or 0 without sendInitialEvents sends the current state. With
+        // the gate off, sendInitialEvents set either way turns it off (and, at RV 0,
+        // leaves the watch to start at revision 1).
+        let initial_events = (send_initial_events.is_none() && rev == 0)
+            || (watch_list && send_initial_events == Some(true));
+        let end_bookmark = watch_list && send_initial_events == Some(true) && allow_watch_bookmarks;
+        Self {
+            start,
+            initial_events,
+            end_bookmark,
+        }
+    }
+}
+
+impl<T> Etcd3Store<T>
+where
+    T: ApiObject + Clone + Default + Send + Sync + 'static,
+{
+    /// Turns kube-apiserver's `WatchList` feature gate on or off for this store (builder
+    /// style; see [`StoreConfig::watch_list`](crate::StoreConfig::watch_list)).
+    pub fn with_watch_list(mut self, enabled: bool) -> Self {
+        self.watch.watch_list = enabled;
+        self
+    }
+
+    /// Whether the `WatchList` feature gate is on for this store.
+    pub fn watch_list(&self) -> bool {
+        self.watch.watch_list
+    }
+
+    /// How many watches of this store (and its clones) are running: a watch counts
+    /// from the call that starts it until its stream is dropped or has ended.
+    pub fn active_watches(&self) -> usize {
+        self.watch.hub.active()
+    }
+
+    /// Test seam: the page size of the initial sync of recursive watches (10,000 by
+    /// default) and a hook run after each page is read.
+    #[doc(hidden)]
+    pub fn with_watch_sync_paging(
+        mut self,
+        page_size: i64,
+        after_page: Option<SyncPageHook>,
+    ) -> Self {
+        self.watch.sync_page_size = page_size.max(1);
+        self.watch.after_sync_page = after_page;
+        self
+    }
+
+    /// Whether etcd can be trusted to answer progress requests, as kube-apiserver's
+    /// feature support checker decides: false until
+    /// [`Self::check_request_watch_progress_support`] has seen a fixed etcd (3.4.31 or
+    /// later in 3.4, 3.5.13 or later), and false for good once it has seen an older one.
+    pub fn supports_request_watch_progress(&self) -> bool {
+        self.watch
+            .hub
+            .features
+            .supports(EtcdFeature::RequestWatchProgress)
+    }
+
+    /// Asks etcd for its version (a maintenance status request) and records whether it
+    /// supports progress requests; returns [`Self::supports_request_watch_progress`].
+    /// A failed request changes nothing and is returned.
+    pub async fn check_request_watch_progress_support(&self) -> Result<bool> {
+        let mut maintenance = self.client.inner.maintenance_client();
+        let endpoint = self.client.endpoints().join(",");
+        let answer = match maintenance.status().await {
+            Ok(status) => Ok(status.version().to_owned()),
+            Err(err) => Err(err.to_string()),
+        };
+        self.watch
+            .hub
+            .features
+            .record_endpoint(&endpoint, answer.as_deref().map_err(Clone::clone))
+            .map_err(|message| StorageError::Unreachable {
+                key: endpoint.clone(),
+                source: message.into(),
+            })?;
+        Ok(self.supports_request_watch_progress())
+    }
+
+    /// `RequestWatchProgress`: asks etcd for a progress notification on the store's
+    /// watch stream, whatever its version, as the reference's store does; every watch
+    /// of the store then gets a bookmark at etcd's current revision.
+    pub(crate) async fn request_progress(&self) -> Result<()> {
+        self.watch.hub.request_progress();
+        Ok(())
+    }
+
+    pub(crate) async fn watch_objects(
+        &self,
+        key: &str,
+        options: &ListOptions,
+    ) -> Result<WatchStream<T>> {
+        let mut prepared = self.prepare_key(key)?;
+        let rev = self
+            .versioner
+            .parse_resource_version(&options.resource_version)
+            .map_err(|err| err.with_key(prepared.clone()))?;
+        let rev = i64::try_from(rev).map_err(|_| StorageError::Invalid {
+            key: prepared.clone(),
+            field: "resourceVersion".to_owned(),
+            value: options.resource_version.clone(),
+            message: "must not exceed etcd's largest revision".to_owned(),
+        })?;
+        if options.recursive {
+            prepared = as_directory(prepared);
+        }
+        let plan = StartPlan::new(
+            rev,
+            options.send_initial_events,
+            options.predicate.allow_watch_bookmarks,
+            self.watch.watch_list,
+        );
+        let initial_rev = match plan.start {
+            Start::At(rev) => rev,
+            Start::CurrentStorage => self.current_storage_revision().await?,
+        };
+        let runtime =
+            tokio::runtime::Handle::try_current().map_err(|err| StorageError::Internal {
+                key: prepared.clone(),
+                message: format!("a watch needs a tokio runtime: {err}"),
+                source: None,
+            })?;
+        let (out, events) = mpsc::channel(OUTGOING_BUFFER);
+        let task = WatchTask {
+            store: self.clone(),
+            key: prepared,
+            recursive: options.recursive,
+            progress_notify: options.progress_notify,
+            predicate: options.predicate.clone(),
+            initial_rev,
+            plan,
+            out,
+        };
+        let active = self.watch.hub.track();
+        runtime.spawn(task.run(active));
+        Ok(Box::pin(EventStream { events }))
+    }
+
+    /// The storage's current revision: the revision of a one-item read of the resource
+    /// prefix (kube-apiserver's `GetCurrentResourceVersionFromStorage`).
+    pub(crate) async fn current_storage_revision(&self) -> Result<i64> {
+        let mut options = ListOptions::default();
+        options.predicate.limit = 1;
+        let list = self.list_objects(&self.resource_prefix, &options).await?;
+        let rv = self
+            .versioner
+            .parse_resource_version(&list.metadata.resource_version)
+            .map_err(|err| err.with_key(self.resource_prefix.to_string()))?;
+        Ok(i64::try_from(rv).unwrap_or(i64::MAX))
+    }
+}
+
+/// Receives the next event of a watch, or `None` once it has ended: for callers without
+/// a `Stream` extension trait at hand.
+pub async fn next_event<T>(stream: &mut WatchStream<T>) -> Option<WatchEvent<T>> {
+    futures::StreamExt::next(stream).await
+}
+
+/// The consumer's side of a watch.
+struct EventStream<T> {
+    events: mpsc::Receiver<Box<WatchEvent<T>>>,
+}
+
+impl<T> Stream for EventStream<T> {
+    type Item = WatchEvent<T>;
+
+    fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
+        self.events
+            .poll_recv(cx)
+            .map(|event| event.map(|event| *event))
+    }
+}
+
+/// Why a watch task stops.
+enum Ending {
+    /// The stream was dropped: nothing more to say.
+    ConsumerGone,
+    /// The watch failed: the consumer gets this error event last.
+    Failed(Status),
+}
+
+impl From<StorageError> for Ending {
+    fn from(err: StorageError) -> Self {
+        Self::Failed(watch_error_status(&err))
+    }
+}
+
+/// The status of an Error event for a failure: statuses the API defines for the case
+/// (410 for a compacted revision, 504 for a too-large resourceVersion) pass through;
+/// anything else is a 500 internal error, as kube-apiserver's `transformErrorToEvent`.
+fn watch_error_status(err: &StorageError) -> Status {
+    match err.kind() {
+        ErrorKind::Expired
+        | ErrorKind::ResourceVersionTooLarge
+        | ErrorKind::Api
+        | ErrorKind::Invalid
+        | ErrorKind::BadRequest => err.status(),
+        _ => {
+            let message = err.to_string();
+            let mut status = Status::failure(
+                500,
+                StatusReason::InternalError,
+                format!("Internal error occurred: {message}"),
+            );
+            status.details = Some(apistore_storage::StatusDetails {
+                causes: vec![StatusCause {
+                    message,
+                    ..StatusCause::default()
+                }],
+                retry_after_seconds: None,
+            });
+            status
+        }
+    }
+}
+
+/// kube-apiserver's `wait.Jitter(1s, 3)` in whole seconds: 1, 2 or 3.
+fn jittered_retry_seconds() -> u32 {
+    use std::hash::{BuildHasher, Hasher};
+    let random = std::collections::hash_map::RandomState::new()
+        .build_hasher()
+        .finish();
+    1 + u32::try_from(random % 3).unwrap_or(0)
+}
+
+struct WatchTask<T> {
+    store: Etcd3Store<T>,
+    /// The prepared key; with a trailing `/` when recursive.
+    key: String,
+    recursive: bool,
+    progress_notify: bool,
+    predicate: SelectionPredicate,
+    /// The revision seen up to; the etcd watch starts after it.
+    initial_rev: i64,
+    plan: StartPlan,
+    out: mpsc::Sender<Box<WatchEvent<T>>>,
+}
+
+impl<T> WatchTask<T>
+where
+    T: ApiObject + Clone + Default + Send + Sync + 'static,
+{
+    async fn run(mut self, _active: ActiveWatch) {
+        let Err(ending) = self.serve().await;
+        if let Ending::Failed(status) = ending {
+            // Delivered unless the consumer has gone meanwhile.
+            let _ = self.out.send(Box::new(WatchEvent::Error(status))).await;
+        }
+    }
+
+    async fn serve(&mut self) -> Result<Infallible, Ending> {
+        if self.plan.initial_events {
+            // Boxed: the sync's state is large and needed only once, so an idle watch
+            // does not carry it.
+            Box::pin(self.initial_events()).await?;
+        }
+        if self.plan.end_bookmark {
+            let bookmark = self.store.bookmark(self.initial_rev, true);
+            self.emit(bookmark).await?;
+        }
+        self.follow().await
+    }
+
+    /// The initial state, after checking that a requested revision is not in the future.
+    async fn initial_events(&mut self) -> Result<(), Ending> {
+        if self.initial_rev > 0 {
+            let current = self
+                .until_closed(self.store.current_storage_revision())
+                .await??;
+            if self.initial_rev > current {
+                return Err(StorageError::ResourceVersionTooLarge {
+                    key: self.key.clone(),
+                    requested: self.initial_rev.unsigned_abs(),
+                    current: current.max(0).unsigned_abs(),
+                    retry_after_seconds: jittered_retry_seconds(),
+                }
+                .into());
+            }
+        }
+        self.sync().await
+    }
+
+    /// Sends the current state as Added events and moves the start to the revision it
+    /// was read at: one get for a single key, pages over a prefix (kube-apiserver's
+    /// `sync`).
+    async fn sync(&mut self) -> Result<(), Ending> {
+        let settings = self.store.watch.clone();
+        let mut base = EtcdGetOptions::new();
+        if self.recursive {
+            base = base
+                .with_limit(settings.sync_page_size)
+                .with_range(prefix_range_end(self.key.as_bytes()));
+        }
+        let operation = if self.recursive {
+            Operation::List
+        } else {
+            Operation::Get
+        };
+        let mut start_key = self.key.clone().into_bytes();
+        let mut with_rev = 0;
+        for page in 0.. {
+            let mut options = base.clone();
+            if with_rev != 0 {
+                options = options.with_revision(with_rev);
+            }
+            let mut kv = self.store.kv();
+            let request = kv.get(start_key.clone(), Some(options));
+            let outcome = self
+                .until_closed(self.store.call_raw(&self.key, operation, request))
+                .await??;
+            let mut response = match outcome {
+                Ok(response) => response,
+                Err(err) => return Err(self.interpret_sync_error(err, &start_key).into()),
+            };
+            if let Some(hook) = &settings.after_sync_page {
+                hook(page).await;
+            }
+            let header_rev = response.header().map_or(0, |h| h.revision());
+            let more = response.more();
+            let kvs = response.take_kvs();
+            if kvs.is_empty() && more {
+                return Err(StorageError::Internal {
+                    key: self.key.clone(),
+                    message:
+                        "no results were found, but etcd indicated there were more values remaining"
+                            .to_owned(),
+                    source: None,
+                }
+                .into());
+            }
+            let mut last_key = Vec::new();
+            for kv in kvs {
+                last_key = kv.key().to_vec();
+                let event = self
+                    .store
+                    .watch_event_for(RawEvent::from_kv(kv), &self.predicate)?;
+                if let Some(event) = event {
+                    self.emit(event).await?;
+                }
+            }
+            if with_rev == 0 {
+                self.initial_rev = header_rev;
+            }
+            if !more {
+                break;
+            }
+            last_key.push(0);
+            start_key = last_key;
+            if with_rev == 0 {
+                with_rev = header_rev;
+            }
+        }
+        Ok(())
+    }
+
+    /// A compacted revision while paging is a 410 with a continue token (the reference
+    /// treats the sync as a paged list); anything else maps as any etcd error.
+    fn interpret_sync_error(&self, err: etcd_client::Error, start_key: &[u8]) -> StorageError {
+        if !is_compacted(&err) {
+            return from_etcd(&self.key, err);
+        }
+        let (message, token) = match continue_token::encode_start_key(start_key, -1, &self.key) {
+            Ok(token) => (INCONSISTENT_CONTINUE, Some(token)),
+            Err(_) => (CONTINUE_EXPIRED, None),
+        };
+        StorageError::Expired {
+            key: self.key.clone(),
+            message: message.to_owned(),
+            continue_token: token,
+        }
+    }
+
+    /// Follows etcd from the start revision on, re-watching from where it is when the
+    /// shared stream dropped it for being slow.
+    async fn follow(&mut self) -> Result<Infallible, Ending> {
+        let mut next_rev = self.initial_rev.saturating_add(1);
+        let mut lost = 0;
+        loop {
+            let hub = Arc::clone(&self.store.watch.hub);
+            let mut registration = hub.register(self.spec(next_rev));
+            loop {
+                let response = tokio::select! {
+                    () = self.out.closed() => return Err(Ending::ConsumerGone),
+                    response = registration.responses.recv() => response,
+                };
+                if let Some(response) = response {
+                    self.handle(*response, &mut next_rev).await?;
+                    continue;
+                }
+                match registration.end.try_recv() {
+                    Ok(RouteEnd::Overflowed) => break,
+                    Ok(RouteEnd::Failed(reason)) => return Err(self.internal(reason).into()),
+                    // The multiplexer went away before taking the watch (its runtime
+                    // shut down): a new one takes it.
+                    Err(_) if lost < 3 => {
+                        lost += 1;
+                        break;
+                    }
+                    Err(_) => {
+                        return Err(self
+                            .internal("the etcd watch stream stopped".to_owned())
+                            .into());
+                    }
+                }
+            }
+        }
+    }
+
+    fn spec(&self, start_rev: i64) -> WatchSpec {
+        let mut options = WatchOptions::new()
+            .with_start_revision(start_rev)
+            .with_prev_key();
+        if self.recursive {
+            options = options.with_range(prefix_range_end(self.key.as_bytes()));
+        }
+        if self.progress_notify {
+            options = options.with_progress_notify();
+        }
+        WatchSpec {
+            key: self.key.clone().into_bytes(),
+            options,
+        }
+    }
+
+    /// One response of the etcd watch: an end, a progress notification, or events.
+    async fn handle(&mut self, response: WatchResponse, next_rev: &mut i64) -> Result<(), Ending> {
+        if response.compact_revision() != 0 {
+            return Err(StorageError::Expired {
+                key: self.key.clone(),
+                message: WATCH_EXPIRED.to_owned(),
+                continue_token: None,
+            }
+            .into());
+        }
+        if response.canceled() {
+            let reason = match response.cancel_reason() {
+                // What etcd's Go client reports for a cancellation without a reason.
+                "" => "etcdserver: mvcc: required revision is a future revision".to_owned(),
+                reason => format!("etcd cancelled the watch: {reason}"),
+            };
+            return Err(self.internal(reason).into());
+        }
+        if response.created() {
+            return Ok(());
+        }
+        let header_rev = response.header().map_or(0, |h| h.revision());
+        if response.events().is_empty() {
+            if header_rev != 0 {
+                self.store.instrumentation.record_bookmark();
+                let bookmark = self.store.bookmark(header_rev, false);
+                self.emit(bookmark).await?;
+            }
+            return Ok(());
+        }
+        for event in response.events() {
+            self.store.instrumentation.record_events_received();
+            let raw = RawEvent::from_etcd(event)?;
+            let rev = raw.rev;
+            if let Some(event) = self.store.watch_event_for(raw, &self.predicate)? {
+                self.emit(event).await?;
+            }
+            *next_rev = (*next_rev).max(rev.saturating_add(1));
+        }
+        Ok(())
+    }
+
+    fn internal(&self, message: String) -> StorageError {
+        StorageError::Internal {
+            key: self.key.clone(),
+            message,
+            source: None,
+        }
+    }
+
+    async fn emit(&self, event: WatchEvent<T>) -> Result<(), Ending> {
+        self.out
+            .send(Box::new(event))
+            .await
+            .map_err(|_| Ending::ConsumerGone)
+    }
+
+    /// Runs `work` unless the consumer goes away first.
+    async fn until_closed<F: Future>(&self, work: F) -> Result<F::Output, Ending> {
+        tokio::select! {
+            biased;
+            () = self.out.closed() => Err(Ending::ConsumerGone),
+            output = work => Ok(output),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn plan(rev: i64, sie: Option<bool>, bookmarks: bool, gate: bool) -> (Start, bool, bool) {
+        let plan = StartPlan::new(rev, sie, bookmarks, gate);
+        (plan.start, plan.initial_events, plan.end_bookmark)
+    }
+
+    // The matrix of RunWatchSemantics (gate on) as start plans: the revision is the
+    // request's (or the storage's, read later), initial events and end bookmark as the
+    // reference decides them.
+    #[test]
+    fn watch_list_gate_on_matrix() {
+        use Start::{At, CurrentStorage};
+        let cases = [
+            // (rv, sendInitialEvents, allowWatchBookmarks) => plan
+            ((0, Some(true), true), (At(0), true, true)),
+            ((0, Some(true), false), (At(0), true, false)),
+            ((0, Some(false), true), (CurrentStorage, false, false)),
+            ((0, Some(false), false), (CurrentStorage, false, false)),
+            ((0, None, false), (At(0), true, false)),
+            ((0, None, true), (At(0), true, false)),
+            ((1, Some(true), true), (At(1), true, true)),
+            ((1, Some(true), false), (At(1), true, false)),
+            ((1, Some(false), true), (At(1), false, false)),
+            ((1, Some(false), false), (At(1), false, false)),
+            ((1, None, true), (At(1), false, false)),
+        ];
+        for ((rv, sie, bookmarks), want) in cases {
+            assert_eq!(
+                plan(rv, sie, bookmarks, true),
+                want,
+                "rv={rv} sie={sie:?} awb={bookmarks}"
+            );
+        }
+    }
+
+    // With the gate off (v0.31.1's default), sendInitialEvents set either way turns the
+    // initial events off, and at RV 0 the watch starts at revision 1; no end bookmark.
+    #[test]
+    fn watch_list_gate_off_quirks() {
+        use Start::At;
+        let cases = [
+            ((0, Some(true), true), (At(0), false, false)),
+            ((0, Some(false), true), (At(0), false, false)),
+            ((0, None, true), (At(0), true, false)),
+            ((5, Some(true), true), (At(5), false, false)),
+            ((5, None, false), (At(5), false, false)),
+        ];
+        for ((rv, sie, bookmarks), want) in cases {
+            assert_eq!(
+                plan(rv, sie, bookmarks, false),
+                want,
+                "rv={rv} sie={sie:?} awb={bookmarks}"
+            );
+        }
+    }
+
+    #[test]
+    fn error_events_keep_api_statuses_and_wrap_the_rest() {
+        let expired = StorageError::Expired {
+            key: "/k".into(),
+            message: WATCH_EXPIRED.into(),
+            continue_token: None,
+        };
+        let status = watch_error_status(&expired);
+        assert_eq!((status.code, status.reason.as_str()), (410, "Expired"));
+        assert_eq!(status.message, WATCH_EXPIRED);
+
+        let too_large = StorageError::ResourceVersionTooLarge {
+            key: "/k".into(),
+            requested: 102,
+            current: 1,
+            retry_after_seconds: 2,
+        };
+        let status = watch_error_status(&too_large);
+        assert_eq!(status.code, 504);
+        assert_eq!(
+            status.message,
+            "Timeout: Too large resource version: 102, current: 1"
+        );
+
+        let unreachable = StorageError::Unreachable {
+            key: "/k".into(),
+            source: "connection refused".into(),
+        };
+        let status = watch_error_status(&unreachable);
+        assert_eq!(
+            (status.code, status.reason.as_str()),
+            (500, "InternalError")
+        );
+        assert!(
+            status.message.starts_with("Internal error occurred: "),
+            "{}",
+            status.message
+        );
+        assert!(status.message.contains("\"/k\""), "{}", status.message);
+        let causes = status.details.map(|d| d.causes).unwrap_or_default();
+        assert_eq!(causes.len(), 1);
+        assert_eq!(causes[0].message, unreachable.to_string());
+    }
+
+    #[test]
+    fn retry_after_is_one_to_three_seconds() {
+        let mut seen = [false; 4];
+        for _ in 0..300 {
+            let seconds = jittered_retry_seconds();
+            assert!((1..=3).contains(&seconds), "{seconds}");
+            seen[seconds as usize] = true;
+        }
+        assert_eq!(seen, [false, true, true, true]);
+    }
+}
