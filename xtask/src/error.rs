@@ -1,0 +1,55 @@
+//! Why an xtask command failed; each message says what to do next.
+
+use std::io;
+use std::process::ExitStatus;
+
+use apistore_testing::etcd::FixtureError;
+
+/// `Result` with [`XtaskError`] as its default error.
+pub(crate) type Result<T, E = XtaskError> = std::result::Result<T, E>;
+
+/// Why an xtask command failed.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum XtaskError {
+    /// A file-system call failed.
+    #[error("could not {action}: {source}")]
+    Io {
+        action: String,
+        #[source]
+        source: io::Error,
+    },
+    /// `protoc-bin-vendored` ships no protoc for this platform.
+    #[error("{0}; install protoc yourself and set PROTOC to its path")]
+    Protoc(String),
+    /// No etcd binary and no way to install one here.
+    #[error("{0}")]
+    EtcdMissing(String),
+    /// `cargo fmt` or `cargo clippy` is missing.
+    #[error("{0}")]
+    ToolMissing(String),
+    /// The etcd fixture failed.
+    #[error(transparent)]
+    Fixture(#[from] FixtureError),
+    /// A command could not be started at all.
+    #[error("could not run `{command}`: {source}")]
+    Spawn {
+        command: String,
+        #[source]
+        source: io::Error,
+    },
+    /// A command ran and failed.
+    #[error("step failed: `{command}` ({status})")]
+    StepFailed { command: String, status: ExitStatus },
+    /// `cargo xtask bench` before the bench crate exists.
+    #[error("crates/apistore-bench does not exist yet, so there is nothing to benchmark")]
+    NoBenchCrate,
+}
+
+impl XtaskError {
+    pub(crate) fn io(action: impl Into<String>, source: io::Error) -> Self {
+        Self::Io {
+            action: action.into(),
+            source,
+        }
+    }
+}
