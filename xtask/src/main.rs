@@ -118,6 +118,7 @@ fn test(root: &Path, cargo_test_args: &[String]) -> Result<()> {
         "clippy",
         "--workspace",
         "--all-targets",
+        "--all-features",
         "--",
         "-D",
         "warnings",
@@ -129,14 +130,37 @@ fn test(root: &Path, cargo_test_args: &[String]) -> Result<()> {
         .env(ETCD_ENDPOINTS_ENV, &endpoint)
         .env(ETCD_BIN_ENV, &etcd_bin)
         .arg("test");
-    if !cli::selects_packages(cargo_test_args) {
-        cargo_test.arg("--workspace");
+    let whole_suite = !cli::selects_packages(cargo_test_args);
+    if whole_suite {
+        cargo_test.args(["--workspace", "--all-features"]);
     }
     cargo_test.args(cargo_test_args);
     run_step(&mut cargo_test)?;
-    println!("xtask: fmt, clippy and tests passed");
+    if whole_suite {
+        // The facade's examples are documentation that must keep working: run each
+        // against the test etcd.
+        for example in EXAMPLES {
+            run_step(
+                cargo_command(&cargo, root, &protoc)
+                    .env(DEMO_ENDPOINTS_ENV, &endpoint)
+                    .args([
+                        "run",
+                        "--quiet",
+                        "-p",
+                        "apistore",
+                        "--all-features",
+                        "--example",
+                    ])
+                    .arg(example),
+            )?;
+        }
+    }
+    println!("xtask: fmt, clippy, tests and examples passed");
     Ok(())
 }
+
+/// The facade's examples `cargo xtask test` runs (the demo has its own command).
+const EXAMPLES: [&str; 4] = ["typed_configmap", "paging", "rotation", "controller"];
 
 fn demo(root: &Path, demo_args: &[String]) -> Result<()> {
     let cargo = cargo();
