@@ -279,19 +279,23 @@ fn resolve_rev(
 mod tests {
     use super::*;
 
+    /// Name, continue key, continue rv, rv, match, recursive, limit, and the expected
+    /// revision or error text.
+    type Row<'a> = (
+        &'a str,
+        &'a str,
+        i64,
+        &'a str,
+        ResourceVersionMatch,
+        bool,
+        i64,
+        Result<i64, &'a str>,
+    );
+
     // The resolution table of TestResolveGetListRev, minus the etcd round trip.
     #[test]
     fn resolve_get_list_rev_follows_the_reference_table() {
-        let cases: Vec<(
-            &str,
-            &str,
-            i64,
-            &str,
-            ResourceVersionMatch,
-            bool,
-            i64,
-            Result<i64, &str>,
-        )> = vec![
+        let cases: Vec<Row<'_>> = vec![
             (
                 "continue with rv",
                 "k",

@@ -2,24 +2,40 @@
 //! reference's `PrefixTransformer`, and raw etcd access around it.
 
 #![allow(dead_code, unreachable_pub)]
+// Test support: a failed step must fail the test loudly.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, RwLock};
 
 use apistore_etcd3::{ClientConfig, Etcd3Store, EtcdClient, StoreConfig};
 use apistore_telemetry::StorageMetrics;
 use apistore_testing::etcd::{EtcdOptions, EtcdServer, shared_endpoint, unique_prefix};
-use apistore_testing::suite::{Backend, Pod};
+use apistore_testing::suite::{Backend, Pod, PodFactory};
 use apistore_value::{Plaintext, TransformError, Transformer};
 use bytes::Bytes;
 
+/// Something run before every read of the test transformer; an error fails the read.
+pub type ReadHook = Arc<dyn Fn() -> Result<(), String> + Send + Sync>;
+
 /// The reference's test transformer: prepends a marker on write (to non-empty data),
-/// requires and strips it on read, and reports reads as stale on demand.
-#[derive(Debug)]
+/// requires and strips it on read, and reports reads as stale on demand. A read hook,
+/// when set, runs first (the reference's `reproducingTransformer` wrapping it).
 pub struct PrefixTransformer {
     pub prefix: Vec<u8>,
     pub stale: AtomicBool,
     pub reads: AtomicU64,
+    pub on_read: RwLock<Option<ReadHook>>,
+}
+
+impl std::fmt::Debug for PrefixTransformer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PrefixTransformer")
+            .field("prefix", &String::from_utf8_lossy(&self.prefix))
+            .field("stale", &self.stale)
+            .field("reads", &self.reads)
+            .finish_non_exhaustive()
+    }
 }
 
 impl PrefixTransformer {
@@ -28,12 +44,21 @@ impl PrefixTransformer {
             prefix: prefix.to_vec(),
             stale: AtomicBool::new(false),
             reads: AtomicU64::new(0),
+            on_read: RwLock::new(None),
         }
     }
 }
 
 impl Transformer for PrefixTransformer {
-    fn transform_from_storage(&self, data: Bytes, _aad: &[u8]) -> Result<Plaintext, TransformError> {
+    fn transform_from_storage(
+        &self,
+        data: Bytes,
+        _aad: &[u8],
+    ) -> Result<Plaintext, TransformError> {
+        let hook = self.on_read.read().unwrap().clone();
+        if let Some(hook) = hook {
+            hook().map_err(TransformError::Crypto)?;
+        }
         self.reads.fetch_add(1, Ordering::SeqCst);
         if !data.starts_with(&self.prefix) {
             return Err(TransformError::Crypto(format!(
@@ -156,7 +181,9 @@ impl Backend for Etcd3Backend {
     }
 
     fn etcd_key(&self, key: &str) -> String {
-        self.store.prepare_key(key).unwrap_or_else(|err| panic!("{err}"))
+        self.store
+            .prepare_key(key)
+            .unwrap_or_else(|err| panic!("{err}"))
     }
 
     async fn raw_get(&self, etcd_key: &str) -> Option<Vec<u8>> {
@@ -200,4 +227,28 @@ impl Backend for Etcd3Backend {
             kv.compact(rev, None).await.unwrap();
         }
     }
+
+    /// The transformer's read hook creates `next()` through a second handle on the
+    /// store. A read is synchronous and runs inside the store's list, so the create
+    /// blocks this worker thread (`block_in_place`) until etcd has answered; the tests
+    /// run on the multi-threaded runtime, which allows it.
+    fn create_on_read(&self, next: Option<PodFactory>) -> bool {
+        use apistore_storage::Storage;
+        let hook = next.map(|next| {
+            let store = self.store.clone();
+            let hook: ReadHook = Arc::new(move || {
+                let pod = next();
+                let key = pod.key();
+                tokio::task::block_in_place(|| {
+                    tokio::runtime::Handle::current().block_on(store.create(&key, pod, 0))
+                })
+                .map(drop)
+                .map_err(|err| format!("creating {key} during a read: {err}"))
+            });
+            hook
+        });
+        *self.transformer.on_read.write().unwrap() = hook;
+        true
+    }
+
 }

@@ -11,13 +11,23 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 mod create;
+mod list;
+mod list_failure;
+mod list_paging;
 mod pod;
 
 use std::future::Future;
+use std::sync::Arc;
 
 use apistore_storage::Storage;
 
 pub use create::*;
+pub use list::{
+    run_test_consistent_list, run_test_get_list_non_recursive, run_test_get_list_recursive_prefix,
+    run_test_list, seed_multi_level_data,
+};
+pub use list_failure::*;
+pub use list_paging::*;
 pub use pod::{Pod, PodSpec};
 
 /// What the suite needs from a backend besides its [`Storage`].
@@ -59,7 +69,20 @@ pub trait Backend: Send + Sync {
     /// by one), then a compaction. A backend whose tests compact must not share its etcd
     /// with other tests.
     fn compact(&self, resource_version: &str) -> impl Future<Output = ()> + Send;
+
+    /// Makes every value the test transformer reads first create, through the store,
+    /// the pod `next` returns (at [`Pod::key`]): the reference's `reproducingTransformer`,
+    /// which injects writes into the middle of a list. `None` turns it off. Returns
+    /// whether the backend can do this; by default it cannot, and the one case that
+    /// needs it ([`run_test_list_resource_version_match`]) fails.
+    fn create_on_read(&self, next: Option<PodFactory>) -> bool {
+        let _ = next;
+        false
+    }
 }
+
+/// Makes the next pod for [`Backend::create_on_read`], one per call.
+pub type PodFactory = Arc<dyn Fn() -> Pod + Send + Sync>;
 
 /// Deletes `obj`'s key (ignoring not-found) and creates `obj`: the reference's
 /// `testPropagateStore`. Returns the key and the stored object.
