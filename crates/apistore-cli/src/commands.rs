@@ -199,7 +199,83 @@ async fn run_command(
             let store = api.dynamic_store(resource_of(&key_prefix)?);
             crate::rewrite::rewrite(&store, &key_prefix, concurrency).await
         }
+        Command::Watch {
+            key_prefix,
+            resource_version,
+            bookmarks,
+            send_initial_events,
+            selector,
+            field_selector,
+            max_events,
+            timeout,
+        } => {
+            // Asking for initial events is asking for kube-apiserver's WatchList feature.
+            let store = api
+                .dynamic_store(resource_of(&key_prefix)?)
+                .with_watch_list(send_initial_events);
+            let mut options = ListOptions {
+                resource_version: resource_version.unwrap_or_default(),
+                recursive: true,
+                send_initial_events: send_initial_events.then_some(true),
+                ..ListOptions::default()
+            };
+            options.predicate.allow_watch_bookmarks = bookmarks;
+            if let Some(text) = selector {
+                options.predicate.label =
+                    LabelSelector::parse(&text).map_err(|e| CliError::Input(e.to_string()))?;
+            }
+            if let Some(text) = field_selector {
+                options.predicate.field =
+                    FieldSelector::parse(&text).map_err(|e| CliError::Input(e.to_string()))?;
+            }
+            let etcd_key = store.prepare_key(&key_prefix)?;
+            let events = store.watch(&key_prefix, &options).await?;
+            let printing = print_watch_events(events, max_events, &etcd_key);
+            match timeout {
+                Some(seconds) => tokio::time::timeout(Duration::from_secs(seconds), printing)
+                    .await
+                    .unwrap_or(Ok(())),
+                None => printing.await,
+            }
+        }
     }
+}
+
+/// Prints watch events as JSON lines until `max_events` were printed; an Error event
+/// is printed, then returned as the command's error.
+async fn print_watch_events(
+    mut events: apistore::WatchStream<DynamicObject>,
+    max_events: Option<u64>,
+    etcd_key: &str,
+) -> Result<(), CliError> {
+    use std::io::Write;
+    let mut printed = 0;
+    while max_events.is_none_or(|max| printed < max) {
+        let Some(event) = apistore::layers::etcd3::next_event(&mut events).await else {
+            return Ok(());
+        };
+        let mut line =
+            serde_json::to_string(&event).map_err(|e| CliError::Output(e.to_string()))?;
+        line.push('\n');
+        let mut stdout = std::io::stdout().lock();
+        stdout
+            .write_all(line.as_bytes())
+            .and_then(|()| stdout.flush())
+            .map_err(|e| CliError::Output(e.to_string()))?;
+        printed += 1;
+        if let apistore::WatchEvent::Error(mut status) = event {
+            // The error line starts with the reason already (`Timeout: Timeout: ...`).
+            let prefix = format!("{}: ", status.reason);
+            if let Some(rest) = status.message.strip_prefix(&prefix) {
+                status.message = rest.to_owned();
+            }
+            return Err(CliError::Storage(StorageError::Api {
+                key: etcd_key.to_owned(),
+                status: Box::new(status),
+            }));
+        }
+    }
+    Ok(())
 }
 
 async fn connect(

@@ -13,7 +13,7 @@ use std::sync::Mutex;
 /// A feature whose support depends on the etcd version.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[non_exhaustive]
-pub enum EtcdFeature {
+pub(crate) enum EtcdFeature {
     /// Progress notifications on request (kube-apiserver's `storage.RequestWatchProgress`).
     RequestWatchProgress,
 }

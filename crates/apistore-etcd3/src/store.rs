@@ -77,7 +77,9 @@ impl StoreConfig {
 
 /// A store of `T` objects in etcd v3, behaving as kube-apiserver's etcd3 store.
 pub struct Etcd3Store<T> {
-    pub(crate) client: EtcdClient,
+    /// Shared: an etcd-client `Client` is several kilobytes, and every watch holds a
+    /// clone of its store.
+    pub(crate) client: Arc<EtcdClient>,
     pub(crate) codec: Arc<dyn Codec<T>>,
     pub(crate) transformer: Arc<dyn Transformer>,
     pub(crate) path_prefix: Arc<str>,
@@ -156,7 +158,7 @@ where
     ) -> Self {
         Self {
             watch: WatchSettings::new(&client, config.watch_list),
-            client,
+            client: Arc::new(client),
             codec,
             transformer,
             path_prefix: path_prefix(&config.prefix).into(),

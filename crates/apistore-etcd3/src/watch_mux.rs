@@ -168,9 +168,11 @@ impl WatchHub {
         let Ok(mut commands) = self.commands.lock() else {
             return;
         };
-        let command = match commands.as_ref().map(|sender| sender.send(command)) {
-            Some(Ok(())) => return,
-            Some(Err(mpsc::error::SendError(command))) => command,
+        let command = match commands.as_ref() {
+            Some(sender) => match sender.send(command) {
+                Ok(()) => return,
+                Err(mpsc::error::SendError(command)) => command,
+            },
             None => command,
         };
         // No multiplexer, or its runtime is gone: start one in the current runtime.

@@ -251,4 +251,19 @@ impl Backend for Etcd3Backend {
         true
     }
 
+    fn watch_list_store(&self) -> Option<Self::Store> {
+        Some(self.store.clone().with_watch_list(true))
+    }
+
+    /// The reference's `failingTransformer`: every read fails.
+    fn set_transformer_failing(&self, failing: bool) -> bool {
+        let hook: Option<ReadHook> =
+            failing.then(|| Arc::new(|| Err("failed transformation".to_owned())) as ReadHook);
+        *self.transformer.on_read.write().unwrap() = hook;
+        true
+    }
+
+    fn active_watches(&self) -> Option<usize> {
+        Some(self.store.active_watches())
+    }
 }

@@ -1,8 +1,8 @@
 //! Create cases (`RunTestCreate`, `RunTestCreateWithKeyExist`, `RunTestCreateWithTTL`).
 
-use std::time::{Duration, Instant};
-
-use apistore_storage::{ApiObject, Codec, GetOptions, JsonCodec, Storage, StorageError};
+use apistore_storage::{
+    ApiObject, Codec, GetOptions, JsonCodec, ListOptions, Storage, StorageError,
+};
 
 use super::{Backend, Pod};
 
@@ -61,24 +61,19 @@ pub async fn run_test_create_with_key_exist<B: Backend>(backend: &B) {
     assert_eq!(err.key(), backend.etcd_key(&key));
 }
 
-/// `RunTestCreateWithTTL`: an object created with a 1 s TTL disappears. (The reference
-/// observes the deletion through a watch; until watch lands this polls.)
+/// `RunTestCreateWithTTL`: an object created with a 1 s TTL disappears: a watch from
+/// the create's resourceVersion sees it deleted.
 pub async fn run_test_create_with_ttl<B: Backend>(backend: &B) {
     let store = backend.store();
     let key = "/pods/test-ns/foo";
-    store
+    let out = store
         .create(key, Pod::new("test-ns", "foo"), 1)
         .await
         .unwrap();
-    let deadline = Instant::now() + Duration::from_secs(30);
-    loop {
-        match store.get(key, &GetOptions::default()).await {
-            Err(err) if err.is_not_found() => return,
-            Err(err) => panic!("get while waiting for expiry: {err}"),
-            Ok(_) if Instant::now() > deadline => {
-                panic!("object with TTL 1s still there after 30s")
-            }
-            Ok(_) => tokio::time::sleep(Duration::from_millis(100)).await,
-        }
-    }
+    let options = ListOptions {
+        resource_version: out.metadata.resource_version,
+        ..ListOptions::default()
+    };
+    let mut w = super::watch::watch(store, key, &options).await;
+    super::watch::check_event_type(&mut w, "DELETED").await;
 }

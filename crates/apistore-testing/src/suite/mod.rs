@@ -15,6 +15,8 @@ mod list;
 mod list_failure;
 mod list_paging;
 mod pod;
+mod watch;
+mod watch_initial;
 
 use std::future::Future;
 use std::sync::Arc;
@@ -29,6 +31,14 @@ pub use list::{
 pub use list_failure::*;
 pub use list_paging::*;
 pub use pod::{Pod, PodSpec};
+pub use watch::{
+    run_test_cluster_scoped_watch, run_test_delayed_watch_delivery, run_test_delete_trigger_watch,
+    run_test_namespace_scoped_watch, run_test_progress_notify, run_test_watch,
+    run_test_watch_context_cancel, run_test_watch_delete_event_object_have_latest_rv,
+    run_test_watch_dispatch_bookmark_events, run_test_watch_error, run_test_watch_from_non_zero,
+    run_test_watch_from_zero, run_test_watcher_timeout,
+};
+pub use watch_initial::*;
 
 /// What the suite needs from a backend besides its [`Storage`].
 pub trait Backend: Send + Sync {
@@ -78,6 +88,27 @@ pub trait Backend: Send + Sync {
     fn create_on_read(&self, next: Option<PodFactory>) -> bool {
         let _ = next;
         false
+    }
+
+    /// A store like [`Backend::store`] (same etcd, prefix and transformer) with
+    /// kube-apiserver's `WatchList` feature gate on. By default there is none, and the
+    /// watch-list cases ([`run_watch_semantics`] and friends) fail.
+    fn watch_list_store(&self) -> Option<Self::Store> {
+        None
+    }
+
+    /// Makes every read of the test transformer fail (the reference's
+    /// `failingTransformer`), or restores it. Returns whether the backend can do this; by
+    /// default it cannot, and [`run_test_watch_error`] fails.
+    fn set_transformer_failing(&self, failing: bool) -> bool {
+        let _ = failing;
+        false
+    }
+
+    /// How many watches of the store are running (started and neither dropped nor
+    /// ended), if the backend can tell; the watch cases that stop watches need it.
+    fn active_watches(&self) -> Option<usize> {
+        None
     }
 }
 

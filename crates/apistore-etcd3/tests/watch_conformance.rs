@@ -1,0 +1,551 @@
+//! kube-apiserver's watch cases (`watcher_tests.go` through `etcd3/watcher_test.go`),
+//! run against the etcd3 store and a real etcd, plus the etcd3-specific ones: the
+//! initial sync's paging (`TestWatchChanSync`), the shared watch stream's lifetimes and
+//! back-pressure, a lost etcd, progress requests and the feature support check.
+//!
+//! Cases that compact, need etcd flags or a fresh revision counter get an etcd of their
+//! own; the others share one, each under a prefix of its own.
+
+// Helpers of a test: a failed step must fail it loudly.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+use std::io::{Read, Write};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use apistore_etcd3::{SyncPageHook, next_event};
+use apistore_storage::{ErrorKind, ListOptions, Storage, WatchEvent, WatchStream};
+use apistore_testing::etcd::EtcdOptions;
+use apistore_testing::suite::{self, Backend, Pod};
+use common::Etcd3Backend;
+
+const EVENT_TIMEOUT: Duration = Duration::from_secs(30);
+
+macro_rules! shared_etcd {
+    ($($name:ident),* $(,)?) => {
+        $(
+            #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+            async fn $name() {
+                let backend = Etcd3Backend::new(stringify!($name)).await;
+                suite::$name(&backend).await;
+            }
+        )*
+    };
+}
+
+shared_etcd!(
+    run_test_watch,
+    run_test_delete_trigger_watch,
+    run_test_watch_from_non_zero,
+    run_test_delayed_watch_delivery,
+    run_test_watch_error,
+    run_test_watch_context_cancel,
+    run_test_watcher_timeout,
+    run_test_watch_delete_event_object_have_latest_rv,
+    run_test_cluster_scoped_watch,
+    run_test_namespace_scoped_watch,
+    run_send_initial_events_backward_compatibility,
+    run_watch_semantic_initial_events_extended,
+);
+
+fn progress_every_second() -> EtcdOptions {
+    EtcdOptions {
+        progress_notify_interval: Some(Duration::from_secs(1)),
+        ..EtcdOptions::default()
+    }
+}
+
+// Compacts.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn run_test_watch_from_zero() {
+    let backend = Etcd3Backend::dedicated("watch_from_zero", EtcdOptions::default()).await;
+    suite::run_test_watch_from_zero(&backend).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn run_test_progress_notify() {
+    let backend = Etcd3Backend::dedicated("progress_notify", progress_every_second()).await;
+    suite::run_test_progress_notify(&backend).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn run_test_watch_dispatch_bookmark_events() {
+    let backend = Etcd3Backend::dedicated("dispatch_bookmarks", progress_every_second()).await;
+    suite::run_test_watch_dispatch_bookmark_events(&backend).await;
+}
+
+// Replays from revision 1: an etcd whose history nothing else shares or compacts.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn run_watch_semantics() {
+    let backend = Etcd3Backend::dedicated("watch_semantics", EtcdOptions::default()).await;
+    suite::run_watch_semantics(&backend).await;
+}
+
+// A fresh etcd at revision 1, as the reference's "102, current: 1".
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn run_test_too_large_resource_version_error_for_watch_list() {
+    let backend = Etcd3Backend::dedicated("too_large_rv", EtcdOptions::default()).await;
+    suite::run_test_too_large_resource_version_error_for_watch_list(&backend).await;
+}
+
+// ---------------------------------------------------------------------------------
+// etcd3-specific cases.
+
+async fn expect_event(watch: &mut WatchStream<Pod>, what: &str) -> WatchEvent<Pod> {
+    match tokio::time::timeout(EVENT_TIMEOUT, next_event(watch)).await {
+        Ok(Some(event)) => event,
+        Ok(None) => panic!("{what}: the watch ended"),
+        Err(_) => panic!("{what}: no event within {EVENT_TIMEOUT:?}"),
+    }
+}
+
+async fn expect_no_more(watch: &mut WatchStream<Pod>) {
+    if let Ok(event) = tokio::time::timeout(Duration::from_millis(100), next_event(watch)).await {
+        panic!("unexpected {event:?}");
+    }
+}
+
+async fn expect_end(watch: &mut WatchStream<Pod>) {
+    match tokio::time::timeout(EVENT_TIMEOUT, next_event(watch)).await {
+        Ok(None) => {}
+        Ok(Some(event)) => panic!("an event after the last: {event:?}"),
+        Err(_) => panic!("the watch did not end"),
+    }
+}
+
+fn from(rv: &str, recursive: bool) -> ListOptions {
+    ListOptions {
+        resource_version: rv.to_owned(),
+        recursive,
+        ..ListOptions::default()
+    }
+}
+
+async fn current_rv(store: &impl Storage<Object = Pod>) -> String {
+    store
+        .list("/pods", &from("", true))
+        .await
+        .unwrap()
+        .metadata
+        .resource_version
+}
+
+async fn create(store: &impl Storage<Object = Pod>, namespace: &str, name: &str) -> Pod {
+    let pod = Pod::new(namespace, name);
+    store.create(&pod.key(), pod, 0).await.unwrap()
+}
+
+/// The sum of a counter or gauge of the backend's registry for `resource="pods"`.
+fn metric(backend: &Etcd3Backend, name: &str) -> f64 {
+    backend
+        .registry
+        .gather()
+        .iter()
+        .filter(|family| family.name() == name)
+        .flat_map(|family| family.get_metric())
+        .filter(|m| {
+            m.get_label()
+                .iter()
+                .any(|l| l.name() == "resource" && l.value() == "pods")
+        })
+        .map(|m| {
+            if m.get_counter().get_value() != 0.0 {
+                m.get_counter().get_value()
+            } else {
+                m.get_gauge().get_value()
+            }
+        })
+        .sum()
+}
+
+/// `TestWatchChanSync`: the initial sync of a recursive watch reads pages pinned to the
+/// first page's revision, so a pod created after the first page comes once, from the
+/// watch that follows, not from the sync; the etcd reads are counted.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn watch_chan_sync() {
+    // (name, watch key, page size, initial pods seen, reads)
+    let cases = [
+        ("empty_page", "/pods/test/", 1, 0, 1),
+        ("one_page", "/pods/", 3, 2, 1),
+        ("two_pages_pinned", "/pods/", 1, 2, 2),
+    ];
+    for (name, watch_key, page_size, initial, reads) in cases {
+        let backend = Etcd3Backend::new(&format!("watch_chan_sync_{name}")).await;
+        let first = create(&backend.store, "first", "bar").await;
+        let second = create(&backend.store, "second", "bar").await;
+
+        // After the first page: a pod no page of this sync may show.
+        let hook_store = backend.store.clone();
+        let hook: SyncPageHook = Arc::new(move |page| {
+            let store = hook_store.clone();
+            Box::pin(async move {
+                if page == 0 {
+                    create(&store, "third", "bar").await;
+                }
+            })
+        });
+        let store = backend
+            .store
+            .clone()
+            .with_watch_sync_paging(page_size, Some(hook));
+        backend.take_etcd_reads();
+        let mut w = store.watch(watch_key, &from("0", true)).await.unwrap();
+        let initial_pods = [first, second];
+        for pod in &initial_pods[..initial] {
+            assert_eq!(
+                expect_event(&mut w, name).await,
+                WatchEvent::Added(pod.clone()),
+                "{name}"
+            );
+        }
+        if watch_key == "/pods/" {
+            // The third pod, exactly once, from the watch.
+            match expect_event(&mut w, name).await {
+                WatchEvent::Added(pod) => assert_eq!(pod.key(), "/pods/third/bar", "{name}"),
+                other => panic!("{name}: {other:?}"),
+            }
+        } else {
+            let late = create(&backend.store, "test", "late").await;
+            assert_eq!(
+                expect_event(&mut w, name).await,
+                WatchEvent::Added(late),
+                "{name}"
+            );
+        }
+        expect_no_more(&mut w).await;
+        assert_eq!(
+            backend.take_etcd_reads(),
+            reads,
+            "{name}: etcd reads of the sync"
+        );
+    }
+}
+
+/// Reads etcd's `etcd_debugging_mvcc_watcher_total` from its metrics endpoint.
+fn etcd_watchers(endpoint: &str) -> u64 {
+    let address = endpoint.trim_start_matches("http://");
+    let mut stream = std::net::TcpStream::connect(address).unwrap();
+    write!(
+        stream,
+        "GET /metrics HTTP/1.0\r\nHost: {address}\r\nConnection: close\r\n\r\n"
+    )
+    .unwrap();
+    let mut body = String::new();
+    stream.read_to_string(&mut body).unwrap();
+    body.lines()
+        .find_map(|line| line.strip_prefix("etcd_debugging_mvcc_watcher_total "))
+        .and_then(|value| value.trim().parse::<f64>().ok())
+        .map(|value| value as u64)
+        .expect("etcd_debugging_mvcc_watcher_total in etcd's metrics")
+}
+
+async fn wait_for_etcd_watchers(endpoint: &str, count: u64) {
+    let deadline = Instant::now() + EVENT_TIMEOUT;
+    loop {
+        let endpoint_owned = endpoint.to_owned();
+        let now = tokio::task::spawn_blocking(move || etcd_watchers(&endpoint_owned))
+            .await
+            .unwrap();
+        if now == count {
+            return;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "etcd has {now} watchers, expected {count}"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// Dropping a watch ends its task and cancels its etcd watcher; all watches of a store
+/// share one etcd watch stream.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn dropped_watches_cancel_their_etcd_watchers() {
+    let backend = Etcd3Backend::dedicated("dropped_watches", EtcdOptions::default()).await;
+    let base = etcd_watchers(&backend.endpoint);
+    let rv = current_rv(&backend.store).await;
+    let mut watches = Vec::new();
+    for i in 0..5 {
+        watches.push(
+            backend
+                .store
+                .watch(&format!("/pods/ns-{i}"), &from(&rv, true))
+                .await
+                .unwrap(),
+        );
+    }
+    assert_eq!(backend.store.active_watches(), 5);
+    wait_for_etcd_watchers(&backend.endpoint, base + 5).await;
+
+    watches.truncate(2);
+    wait_for_etcd_watchers(&backend.endpoint, base + 2).await;
+    drop(watches);
+    wait_for_etcd_watchers(&backend.endpoint, base).await;
+    let deadline = Instant::now() + EVENT_TIMEOUT;
+    while backend.store.active_watches() != 0 {
+        assert!(Instant::now() < deadline, "watch tasks still running");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}
+
+/// A consumer that does not read holds up only its own watch; once it reads, it gets
+/// every event, in order, exactly once, although its watch fell behind the shared
+/// stream (and re-watched from where it was) many times meanwhile.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn slow_consumer_blocks_only_itself_and_loses_nothing() {
+    let backend = Etcd3Backend::new("slow_consumer").await;
+    let store = &backend.store;
+    let rv = current_rv(store).await;
+    let mut slow = store.watch("/pods/slow", &from(&rv, true)).await.unwrap();
+    let mut fast = store.watch("/pods/slow", &from(&rv, true)).await.unwrap();
+    let total = 400;
+    let mut created = Vec::new();
+    for i in 0..total {
+        let pod = create(store, "slow", &format!("pod-{i:04}")).await;
+        assert_eq!(
+            expect_event(&mut fast, "fast watch").await,
+            WatchEvent::Added(pod.clone())
+        );
+        created.push(pod);
+    }
+    for pod in created {
+        assert_eq!(
+            expect_event(&mut slow, "slow watch").await,
+            WatchEvent::Added(pod)
+        );
+    }
+    expect_no_more(&mut slow).await;
+    let events = metric(&backend, "apiserver_storage_events_received_total");
+    assert!(
+        events >= 2.0 * f64::from(total),
+        "events received: {events}"
+    );
+}
+
+/// An etcd that goes away ends a watch with an Error event, never silently; once etcd
+/// is back, new watches work.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn lost_etcd_ends_watch_with_error() {
+    let mut backend = Etcd3Backend::dedicated("lost_etcd", EtcdOptions::default()).await;
+    let rv = current_rv(&backend.store).await;
+    let mut w = backend
+        .store
+        .watch("/pods/ns", &from(&rv, true))
+        .await
+        .unwrap();
+    let pod = create(&backend.store, "ns", "before").await;
+    assert_eq!(expect_event(&mut w, "before").await, WatchEvent::Added(pod));
+
+    backend.server.as_mut().unwrap().kill();
+    match expect_event(&mut w, "after kill").await {
+        WatchEvent::Error(status) => {
+            assert_eq!(
+                (status.code, status.reason.as_str()),
+                (500, "InternalError"),
+                "{status:?}"
+            );
+            assert!(status.message.contains("watch stream"), "{status:?}");
+            assert!(
+                status.message.contains(&backend.etcd_key("/pods/ns/")),
+                "{status:?}"
+            );
+        }
+        other => panic!("expected an Error event, got {other:?}"),
+    }
+    expect_end(&mut w).await;
+
+    backend.server.as_mut().unwrap().restart().unwrap();
+    let rv = current_rv(&backend.store).await;
+    let mut w = backend
+        .store
+        .watch("/pods/ns", &from(&rv, true))
+        .await
+        .unwrap();
+    let pod = create(&backend.store, "ns", "after").await;
+    assert_eq!(
+        expect_event(&mut w, "after restart").await,
+        WatchEvent::Added(pod)
+    );
+}
+
+/// `RequestWatchProgress` against this etcd (3.4.23): the feature support checker says
+/// the version cannot be trusted with it (fixed in 3.4.31 and 3.5.13), and the store
+/// forwards the request anyway, as kube-apiserver's does: each watch of the store gets
+/// a bookmark at etcd's revision.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn request_watch_progress_on_this_etcd() {
+    let backend = Etcd3Backend::new("request_watch_progress").await;
+    let store = &backend.store;
+    assert!(
+        !store.supports_request_watch_progress(),
+        "nothing is supported before a check"
+    );
+    let version = backend
+        .raw
+        .maintenance_client()
+        .status()
+        .await
+        .unwrap()
+        .version()
+        .to_owned();
+    let numbers: Vec<u64> = version.split('.').map(|n| n.parse().unwrap()).collect();
+    let fixed = match (numbers[0], numbers[1]) {
+        (3, 4) => numbers[2] >= 31,
+        (3, 5) => numbers[2] >= 13,
+        (major, minor) => (major, minor) > (3, 5),
+    };
+    assert_eq!(
+        store.check_request_watch_progress_support().await.unwrap(),
+        fixed,
+        "etcd {version}"
+    );
+    assert_eq!(store.supports_request_watch_progress(), fixed);
+
+    // Without a watch there is no one to tell.
+    store.request_watch_progress().await.unwrap();
+
+    let rv = current_rv(store).await;
+    let mut w = store.watch("/pods/ns", &from(&rv, true)).await.unwrap();
+    let pod = create(store, "ns", "p").await;
+    assert_eq!(
+        expect_event(&mut w, "created").await,
+        WatchEvent::Added(pod.clone())
+    );
+    let bookmarks = metric(&backend, "etcd_bookmark_counts");
+    store.request_watch_progress().await.unwrap();
+    match expect_event(&mut w, "progress").await {
+        WatchEvent::Bookmark(mut bookmark) => {
+            let at: u64 = bookmark.metadata.resource_version.parse().unwrap();
+            let created: u64 = pod.metadata.resource_version.parse().unwrap();
+            assert!(at >= created, "bookmark at {at}, before {created}");
+            bookmark.metadata.resource_version.clear();
+            assert_eq!(bookmark, Pod::default(), "no annotation, no field");
+        }
+        other => panic!("expected a Bookmark, got {other:?}"),
+    }
+    assert_eq!(metric(&backend, "etcd_bookmark_counts"), bookmarks + 1.0);
+}
+
+/// An unparsable resourceVersion is refused before the watch starts.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn invalid_resource_version_is_refused() {
+    let backend = Etcd3Backend::new("invalid_rv").await;
+    for rv in ["abc", "-1", "1.5", "99999999999999999999"] {
+        let Err(err) = backend.store.watch("/pods/ns", &from(rv, true)).await else {
+            panic!("watch at {rv:?} started");
+        };
+        assert_eq!(err.kind(), ErrorKind::Invalid, "{rv:?}: {err}");
+        let status = err.status();
+        assert_eq!(
+            (status.code, status.reason.as_str()),
+            (422, "Invalid"),
+            "{rv:?}"
+        );
+        let cause = &status.details.unwrap().causes[0];
+        assert_eq!(cause.field, "resourceVersion");
+    }
+    assert_eq!(backend.store.active_watches(), 0);
+}
+
+/// A value that does not decode ends the watch with a 500 naming the key, last.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn undecodable_value_ends_watch_with_internal_error() {
+    let backend = Etcd3Backend::new("undecodable_watch").await;
+    let rv = current_rv(&backend.store).await;
+    let mut w = backend
+        .store
+        .watch("/pods/ns", &from(&rv, true))
+        .await
+        .unwrap();
+    let key = backend.etcd_key("/pods/ns/bad");
+    backend.raw_put(&key, b"test!{not json".to_vec()).await;
+    match expect_event(&mut w, "undecodable").await {
+        WatchEvent::Error(status) => {
+            assert_eq!(
+                (status.code, status.reason.as_str()),
+                (500, "InternalError"),
+                "{status:?}"
+            );
+            assert!(
+                status.message.starts_with("Internal error occurred: "),
+                "{status:?}"
+            );
+            assert!(status.message.contains(&key), "{status:?}");
+        }
+        other => panic!("expected an Error event, got {other:?}"),
+    }
+    expect_end(&mut w).await;
+}
+
+/// A modification whose previous value was compacted away arrives without it: the
+/// watch cannot tell what changed and ends with a 500 (`PrevKv=nil`).
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn missing_previous_value_is_internal_error() {
+    let backend = Etcd3Backend::dedicated("missing_prev_kv", EtcdOptions::default()).await;
+    let store = &backend.store;
+    create(store, "ns", "p").await;
+    let mut first = Pod::new("ns", "p");
+    first.metadata.annotations.insert("v".into(), "1".into());
+    let second = suite_put(store, "/pods/ns/p", first).await;
+    let mut third = Pod::new("ns", "p");
+    third.metadata.annotations.insert("v".into(), "2".into());
+    let third = suite_put(store, "/pods/ns/p", third).await;
+    let compact_at: i64 = third.metadata.resource_version.parse().unwrap();
+    backend
+        .raw
+        .kv_client()
+        .compact(compact_at, None)
+        .await
+        .unwrap();
+
+    let mut w = store
+        .watch(
+            "/pods/ns/p",
+            &from(&second.metadata.resource_version, false),
+        )
+        .await
+        .unwrap();
+    match expect_event(&mut w, "compacted previous value").await {
+        WatchEvent::Error(status) => {
+            assert_eq!(status.code, 500, "{status:?}");
+            assert!(status.message.contains("PrevKv=nil"), "{status:?}");
+            assert!(
+                status.message.contains(&backend.etcd_key("/pods/ns/p")),
+                "{status:?}"
+            );
+        }
+        other => panic!("expected an Error event, got {other:?}"),
+    }
+    expect_end(&mut w).await;
+
+    // From a compacted revision: 410.
+    let mut w = store.watch("/pods/ns/p", &from("1", false)).await.unwrap();
+    match expect_event(&mut w, "compacted start").await {
+        WatchEvent::Error(status) => {
+            assert_eq!(
+                (status.code, status.reason.as_str()),
+                (410, "Expired"),
+                "{status:?}"
+            );
+            assert_eq!(
+                status.message,
+                "The resourceVersion for the provided watch is too old."
+            );
+        }
+        other => panic!("expected an Error event, got {other:?}"),
+    }
+    expect_end(&mut w).await;
+}
+
+async fn suite_put(store: &impl Storage<Object = Pod>, key: &str, pod: Pod) -> Pod {
+    store
+        .guaranteed_update(
+            key,
+            apistore_storage::UpdateOptions::default(),
+            move |_, _| Ok(apistore_storage::Update::new(pod.clone())),
+        )
+        .await
+        .unwrap()
+}

@@ -1,0 +1,1053 @@
+//! Watch cases of kube-apiserver's `pkg/storage/testing/watcher_tests.go` (`RunTestWatch`
+//! and friends), with the event helpers of `utils.go` (`testCheckResult`,
+//! `testCheckNoMoreResults`, ...).
+//!
+//! Where the reference calls `Stop()` on a watcher, a Rust watch is dropped; the
+//! reference's "the result channel closes" becomes "the watch's task ends", observed
+//! through [`Backend::active_watches`].
+
+use std::time::{Duration, Instant};
+
+use apistore_storage::{
+    DeleteOptions, FieldSelector, LabelSelector, ListOptions, Preconditions, SelectionPredicate,
+    Storage, Update, UpdateOptions, WatchEvent, WatchStream,
+};
+use futures::StreamExt;
+
+use super::{Backend, Pod};
+
+/// How long a case waits for one event (the reference's `wait.ForeverTestTimeout`).
+pub(crate) const EVENT_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// How long "no more events" waits (the reference's `testCheckNoMoreResults`).
+pub(crate) const NO_MORE_TIMEOUT: Duration = Duration::from_millis(100);
+
+/// The next event of a watch, `None` once it has ended.
+pub(crate) async fn next_event(watch: &mut WatchStream<Pod>) -> Option<WatchEvent<Pod>> {
+    watch.next().await
+}
+
+/// The next event, failing the case if none comes within [`EVENT_TIMEOUT`] or the watch
+/// ended.
+pub(crate) async fn expect_event(watch: &mut WatchStream<Pod>, what: &str) -> WatchEvent<Pod> {
+    match tokio::time::timeout(EVENT_TIMEOUT, next_event(watch)).await {
+        Ok(Some(event)) => event,
+        Ok(None) => panic!("{what}: the watch ended instead of sending an event"),
+        Err(_) => panic!("{what}: no event within {EVENT_TIMEOUT:?}"),
+    }
+}
+
+/// `testCheckResult`: the next event is exactly `expected`.
+pub(crate) async fn check_result(watch: &mut WatchStream<Pod>, expected: WatchEvent<Pod>) {
+    let actual = expect_event(watch, "check_result").await;
+    assert_eq!(actual, expected, "incorrect event");
+}
+
+/// `testCheckResultsInStrictOrder`.
+pub(crate) async fn check_results_in_order(
+    watch: &mut WatchStream<Pod>,
+    expected: Vec<WatchEvent<Pod>>,
+) {
+    for event in expected {
+        check_result(watch, event).await;
+    }
+}
+
+/// `testCheckEventType`: the next event has this wire type (`ADDED`, `ERROR`, ...).
+pub(crate) async fn check_event_type(
+    watch: &mut WatchStream<Pod>,
+    type_name: &str,
+) -> WatchEvent<Pod> {
+    let actual = expect_event(watch, "check_event_type").await;
+    assert_eq!(actual.type_name(), type_name, "event type of {actual:?}");
+    actual
+}
+
+/// `testCheckNoMoreResults`: nothing arrives (and the watch does not end) within
+/// [`NO_MORE_TIMEOUT`].
+pub(crate) async fn check_no_more_results(watch: &mut WatchStream<Pod>) {
+    if let Ok(event) = tokio::time::timeout(NO_MORE_TIMEOUT, next_event(watch)).await {
+        panic!("unexpected {event:?}, expected no events");
+    }
+}
+
+/// How many watches the backend runs; the case fails if it cannot tell.
+pub(crate) fn active_watches<B: Backend>(backend: &B) -> usize {
+    backend
+        .active_watches()
+        .expect("the backend must count its running watches (Backend::active_watches)")
+}
+
+/// `testCheckStop`: after the watch is dropped, its task ends (the count of running
+/// watches falls back to `before`) within [`EVENT_TIMEOUT`].
+pub(crate) async fn check_stop<B: Backend>(backend: &B, watch: WatchStream<Pod>, before: usize) {
+    drop(watch);
+    wait_for_active_watches(backend, before).await;
+}
+
+/// Waits until the backend runs exactly `count` watches.
+pub(crate) async fn wait_for_active_watches<B: Backend>(backend: &B, count: usize) {
+    let deadline = Instant::now() + EVENT_TIMEOUT;
+    loop {
+        let now = active_watches(backend);
+        if now == count {
+            return;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "{now} watches still running after {EVENT_TIMEOUT:?}, expected {count}"
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}
+
+/// Starts a watch, failing the case on an error.
+pub(crate) async fn watch<S: Storage<Object = Pod>>(
+    store: &S,
+    key: &str,
+    options: &ListOptions,
+) -> WatchStream<Pod> {
+    store
+        .watch(key, options)
+        .await
+        .unwrap_or_else(|err| panic!("watch of {key} failed: {err}"))
+}
+
+/// Writes `pod` under `key` by guaranteed update (creating it if absent) and returns the
+/// stored object.
+pub(crate) async fn put_pod<S: Storage<Object = Pod>>(store: &S, key: &str, pod: Pod) -> Pod {
+    let options = UpdateOptions {
+        ignore_not_found: true,
+        ..UpdateOptions::default()
+    };
+    store
+        .guaranteed_update(key, options, move |_, _| Ok(Update::new(pod.clone())))
+        .await
+        .unwrap_or_else(|err| panic!("guaranteed update of {key} failed: {err}"))
+}
+
+/// Deletes `key` and returns the object as deleted (with the deletion's revision).
+pub(crate) async fn delete_pod<S: Storage<Object = Pod>>(store: &S, key: &str) -> Pod {
+    store
+        .delete(key, DeleteOptions::default())
+        .await
+        .unwrap_or_else(|err| panic!("delete of {key} failed: {err}"))
+}
+
+/// The resourceVersion of a consistent list of `key`.
+pub(crate) async fn list_rv<S: Storage<Object = Pod>>(
+    store: &S,
+    key: &str,
+    predicate: &SelectionPredicate,
+    recursive: bool,
+) -> String {
+    let options = ListOptions {
+        predicate: predicate.clone(),
+        recursive,
+        ..ListOptions::default()
+    };
+    store
+        .list(key, &options)
+        .await
+        .unwrap_or_else(|err| panic!("list of {key} failed: {err}"))
+        .metadata
+        .resource_version
+}
+
+pub(crate) fn field_predicate(field: &str) -> SelectionPredicate {
+    SelectionPredicate {
+        field: FieldSelector::parse(field).unwrap(),
+        ..SelectionPredicate::default()
+    }
+}
+
+fn label_predicate(label: &str) -> SelectionPredicate {
+    SelectionPredicate {
+        label: LabelSelector::parse(label).unwrap(),
+        ..SelectionPredicate::default()
+    }
+}
+
+/// The event a step of a case expects.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Kind {
+    Added,
+    Modified,
+    Deleted,
+}
+
+impl Kind {
+    pub(crate) fn event(self, pod: Pod) -> WatchEvent<Pod> {
+        match self {
+            Self::Added => WatchEvent::Added(pod),
+            Self::Modified => WatchEvent::Modified(pod),
+            Self::Deleted => WatchEvent::Deleted(pod),
+        }
+    }
+}
+
+/// One write of a case and the event it should cause: `None` as the pod deletes.
+struct Step {
+    pod: Option<Pod>,
+    expect: Option<Kind>,
+}
+
+fn step(pod: Pod, expect: Option<Kind>) -> Step {
+    Step {
+        pod: Some(pod),
+        expect,
+    }
+}
+
+/// `RunTestWatch`: recursive and single-key watches from a list's resourceVersion see
+/// creates as Added, updates as Modified, updates into and out of the predicate as
+/// Added and Deleted (the latter with the previous object at the new revision), and
+/// nothing of a sibling namespace `<ns>-bad`.
+pub async fn run_test_watch<B: Backend>(backend: &B) {
+    test_watch(backend, false).await;
+    test_watch(backend, true).await;
+}
+
+async fn test_watch<B: Backend>(backend: &B, recursive: bool) {
+    let store = backend.store();
+    let base = Pod::new("", "foo");
+    let assigned = Pod::new("", "foo").on_node("bar");
+    let selected = |pod: &Pod| pod.clone().with_label("select", "true");
+    let cases = vec![
+        (
+            "create a key",
+            format!("test-ns-1-{recursive}"),
+            SelectionPredicate::everything(),
+            vec![step(base.clone(), Some(Kind::Added))],
+        ),
+        (
+            "key updated to match predicate",
+            format!("test-ns-2-{recursive}"),
+            field_predicate("spec.nodeName=bar"),
+            vec![
+                step(base.clone(), None),
+                step(assigned.clone(), Some(Kind::Added)),
+            ],
+        ),
+        (
+            "update",
+            format!("test-ns-3-{recursive}"),
+            SelectionPredicate::everything(),
+            vec![
+                step(base.clone(), Some(Kind::Added)),
+                step(assigned.clone(), Some(Kind::Modified)),
+            ],
+        ),
+        (
+            "delete because of being filtered",
+            format!("test-ns-4-{recursive}"),
+            field_predicate("spec.nodeName!=bar"),
+            vec![
+                step(base.clone(), Some(Kind::Added)),
+                step(assigned.clone(), Some(Kind::Deleted)),
+            ],
+        ),
+        (
+            "filtering",
+            format!("test-ns-5-{recursive}"),
+            label_predicate("select=true"),
+            vec![
+                step(selected(&base), Some(Kind::Added)),
+                step(base.clone(), Some(Kind::Deleted)),
+                step(selected(&base), Some(Kind::Added)),
+                step(selected(&assigned), Some(Kind::Modified)),
+                Step {
+                    pod: None,
+                    expect: Some(Kind::Deleted),
+                },
+            ],
+        ),
+    ];
+    for (name, namespace, predicate, steps) in cases {
+        let key = format!("/pods/{namespace}/foo");
+        let watch_key = if recursive {
+            format!("/pods/{namespace}")
+        } else {
+            key.clone()
+        };
+        let rv = list_rv(store, &watch_key, &predicate, recursive).await;
+        let before = active_watches(backend);
+        let options = ListOptions {
+            resource_version: rv,
+            predicate,
+            recursive,
+            ..ListOptions::default()
+        };
+        let mut w = watch(store, &watch_key, &options).await;
+
+        // A pod in a sibling namespace first: its event must not reach the watch.
+        let mut bad = base.clone();
+        bad.metadata.namespace = format!("{namespace}-bad");
+        put_pod(store, &format!("/pods/{namespace}-bad/foo"), bad).await;
+
+        let mut previous: Option<Pod> = None;
+        for step in steps {
+            let out = match step.pod {
+                Some(mut pod) => {
+                    pod.metadata.namespace = namespace.clone();
+                    put_pod(store, &key, pod).await
+                }
+                None => delete_pod(store, &key).await,
+            };
+            if let Some(kind) = step.expect {
+                let expected = if kind == Kind::Deleted {
+                    let mut last = previous.clone().expect("a previous object to delete");
+                    last.metadata.resource_version = out.metadata.resource_version.clone();
+                    last
+                } else {
+                    out.clone()
+                };
+                let actual = expect_event(&mut w, name).await;
+                assert_eq!(
+                    actual,
+                    kind.event(expected),
+                    "{name} (recursive={recursive})"
+                );
+            }
+            previous = Some(out);
+        }
+        check_stop(backend, w, before).await;
+    }
+}
+
+/// `RunTestWatchFromZero`: a watch at resourceVersion 0 first sends the current object
+/// as Added, then changes; after a compaction it still works, while a watch from a
+/// compacted resourceVersion ends with an Error event: 410 Expired (or, as the
+/// reference tolerates, 500 when the compacted revision was the previous value of the
+/// first event). Needs a backend whose etcd this test alone compacts.
+pub async fn run_test_watch_from_zero<B: Backend>(backend: &B) {
+    let store = backend.store();
+    let (key, stored) = super::propagate(backend, Pod::new("test-ns", "foo")).await;
+    let from_zero = ListOptions {
+        resource_version: "0".to_owned(),
+        ..ListOptions::default()
+    };
+    let mut w = watch(store, &key, &from_zero).await;
+    check_result(&mut w, WatchEvent::Added(stored)).await;
+
+    let mut annotated = Pod::new("test-ns", "foo");
+    annotated
+        .metadata
+        .annotations
+        .insert("a".to_owned(), "1".to_owned());
+    let out = put_pod(store, &key, annotated).await;
+    check_result(&mut w, WatchEvent::Modified(out.clone())).await;
+    drop(w);
+
+    let mut w = watch(store, &key, &from_zero).await;
+    check_result(&mut w, WatchEvent::Added(out.clone())).await;
+    drop(w);
+
+    let new_out = put_pod(store, &key, Pod::new("test-ns", "foo")).await;
+    backend.compact(&new_out.metadata.resource_version).await;
+
+    let mut w = watch(store, &key, &from_zero).await;
+    check_result(&mut w, WatchEvent::Added(new_out)).await;
+
+    let too_old = ListOptions {
+        resource_version: out.metadata.resource_version.clone(),
+        ..ListOptions::default()
+    };
+    let mut too_old_watch = watch(store, &key, &too_old).await;
+    match expect_event(&mut too_old_watch, "watch from a compacted resourceVersion").await {
+        WatchEvent::Error(status) => {
+            let expired = (status.code, status.reason.as_str()) == (410, "Expired");
+            let internal = (status.code, status.reason.as_str()) == (500, "InternalError");
+            assert!(expired || internal, "expected 410 Expired, got {status:?}");
+            assert_eq!(status.status, "Failure");
+        }
+        other => panic!("expected an Error event, got {other:?}"),
+    }
+}
+
+/// `RunTestDeleteTriggerWatch`: a delete after the watch's resourceVersion is a Deleted
+/// event.
+pub async fn run_test_delete_trigger_watch<B: Backend>(backend: &B) {
+    let store = backend.store();
+    let (key, stored) = super::propagate(backend, Pod::new("test-ns", "foo")).await;
+    let options = ListOptions {
+        resource_version: stored.metadata.resource_version.clone(),
+        ..ListOptions::default()
+    };
+    let mut w = watch(store, &key, &options).await;
+    delete_pod(store, &key).await;
+    check_event_type(&mut w, "DELETED").await;
+}
+
+/// `RunTestWatchFromNonZero`: a watch from an object's resourceVersion sends only later
+/// changes.
+pub async fn run_test_watch_from_non_zero<B: Backend>(backend: &B) {
+    let store = backend.store();
+    let (key, stored) = super::propagate(backend, Pod::new("test-ns", "foo")).await;
+    let options = ListOptions {
+        resource_version: stored.metadata.resource_version.clone(),
+        ..ListOptions::default()
+    };
+    let mut w = watch(store, &key, &options).await;
+    let mut updated = stored.clone();
+    updated.metadata.resource_version.clear();
+    updated
+        .metadata
+        .annotations
+        .insert("version".to_owned(), "2".to_owned());
+    let out = put_pod(store, &key, updated).await;
+    check_result(&mut w, WatchEvent::Modified(out)).await;
+}
+
+/// `RunTestDelayedWatchDelivery`: 21 creates under a watched prefix, read only after all
+/// were made, arrive in order. (The reference stops the watcher first and accepts any
+/// prefix of at least 10; a dropped Rust watch cannot be read, so all 21 must come.)
+pub async fn run_test_delayed_watch_delivery<B: Backend>(backend: &B) {
+    let store = backend.store();
+    let (_, stored) = super::propagate(backend, Pod::new("test-ns", "foo")).await;
+    let before = active_watches(backend);
+    let options = ListOptions {
+        resource_version: stored.metadata.resource_version.clone(),
+        recursive: true,
+        ..ListOptions::default()
+    };
+    let mut w = watch(store, "/pods/test-ns", &options).await;
+    let total = 21;
+    for i in 0..total {
+        let pod = Pod::new("test-ns", &format!("foo-{i}"));
+        put_pod(store, &pod.key(), pod.clone()).await;
+    }
+    for i in 0..total {
+        let event = expect_event(&mut w, "delayed delivery").await;
+        let name = event.object().map(|pod| pod.metadata.name.clone());
+        assert_eq!(name, Some(format!("foo-{i}")), "event {i}: {event:?}");
+    }
+    check_stop(backend, w, before).await;
+}
+
+/// `RunTestWatchError`: when the stored value cannot be read back (the transformer
+/// fails), the watch sends an Error event.
+pub async fn run_test_watch_error<B: Backend>(backend: &B) {
+    let store = backend.store();
+    let pod = Pod::new("test-ns", "foo");
+    let key = pod.key();
+    let options = ListOptions {
+        resource_version: "0".to_owned(),
+        recursive: true,
+        ..ListOptions::default()
+    };
+    let rv = store
+        .list("/pods", &options)
+        .await
+        .unwrap_or_else(|err| panic!("list failed: {err}"))
+        .metadata
+        .resource_version;
+    put_pod(store, &key, pod).await;
+
+    assert!(
+        backend.set_transformer_failing(true),
+        "the backend must be able to make its transformer fail (Backend::set_transformer_failing)"
+    );
+    let options = ListOptions {
+        resource_version: rv,
+        ..ListOptions::default()
+    };
+    let mut w = watch(store, &key, &options).await;
+    let event = check_event_type(&mut w, "ERROR").await;
+    backend.set_transformer_failing(false);
+    if let WatchEvent::Error(status) = event {
+        assert_eq!(status.code, 500, "{status:?}");
+        assert!(
+            status.message.contains(&backend.etcd_key(&key)),
+            "the error names the key: {status:?}"
+        );
+    }
+    // The Error event is the last one.
+    match tokio::time::timeout(EVENT_TIMEOUT, next_event(&mut w)).await {
+        Ok(None) => {}
+        Ok(Some(event)) => panic!("an event after the Error event: {event:?}"),
+        Err(_) => panic!("the watch did not end after its Error event"),
+    }
+}
+
+/// `RunTestWatchContextCancel`, as a Rust watch has it: a watch dropped right after it
+/// was started ends without doing anything more, and so does one dropped while its
+/// consumer had stopped reading and its task was blocked handing over events (the
+/// reference's `TestWatchErrResultNotBlockAfterCancel`).
+pub async fn run_test_watch_context_cancel<B: Backend>(backend: &B) {
+    let store = backend.store();
+    let before = active_watches(backend);
+    let options = ListOptions {
+        resource_version: "0".to_owned(),
+        ..ListOptions::default()
+    };
+    let w = watch(store, "/pods/not-existing", &options).await;
+    check_stop(backend, w, before).await;
+
+    // A consumer that stopped reading: more events than the watch buffers are pending
+    // when it is dropped.
+    let rv = list_rv(
+        store,
+        "/pods/stalled",
+        &SelectionPredicate::everything(),
+        true,
+    )
+    .await;
+    let options = ListOptions {
+        resource_version: rv,
+        recursive: true,
+        ..ListOptions::default()
+    };
+    let mut stalled = watch(store, "/pods/stalled", &options).await;
+    let mut first_pod = None;
+    for i in 0..150 {
+        let pod = Pod::new("stalled", &format!("pod-{i}"));
+        let out = store
+            .create(&pod.key(), pod, 0)
+            .await
+            .unwrap_or_else(|err| panic!("create failed: {err}"));
+        first_pod.get_or_insert(out);
+    }
+    // The first event shows the watch is delivering; the rest stay unread.
+    check_result(&mut stalled, WatchEvent::Added(first_pod.unwrap())).await;
+    check_stop(backend, stalled, before).await;
+}
+
+/// `RunTestWatcherTimeout`: 50 watchers that never read do not hold up one that does:
+/// each of 22 creates reaches the reader promptly.
+pub async fn run_test_watcher_timeout<B: Backend>(backend: &B) {
+    let store = backend.store();
+    let rv = list_rv(store, "/pods", &SelectionPredicate::everything(), true).await;
+    let options = ListOptions {
+        resource_version: rv,
+        recursive: true,
+        ..ListOptions::default()
+    };
+    let non_reading_count = 50;
+    let mut non_reading = Vec::new();
+    for _ in 0..non_reading_count {
+        non_reading.push(watch(store, "/pods/test-ns", &options).await);
+    }
+    let mut reading = watch(store, "/pods/test-ns", &options).await;
+    let started = Instant::now();
+    for i in 0..22 {
+        let pod = Pod::new("test-ns", &format!("foo-{i}"));
+        let out = store
+            .create(&pod.key(), pod, 0)
+            .await
+            .unwrap_or_else(|err| panic!("create failed: {err}"));
+        check_result(&mut reading, WatchEvent::Added(out)).await;
+    }
+    let limit = Duration::from_millis(250 * non_reading_count);
+    assert!(
+        started.elapsed() <= limit,
+        "waiting for events took too long: {:?}",
+        started.elapsed()
+    );
+    drop(non_reading);
+}
+
+/// `RunTestWatchDeleteEventObjectHaveLatestRV`: the Deleted event carries exactly what
+/// the delete returned, with the deletion's resourceVersion.
+pub async fn run_test_watch_delete_event_object_have_latest_rv<B: Backend>(backend: &B) {
+    let store = backend.store();
+    let (key, stored) = super::propagate(backend, Pod::new("test-ns", "foo")).await;
+    let options = ListOptions {
+        resource_version: stored.metadata.resource_version.clone(),
+        ..ListOptions::default()
+    };
+    let mut w = watch(store, &key, &options).await;
+    let deleted = store
+        .delete(
+            &key,
+            DeleteOptions {
+                preconditions: Some(Preconditions::default()),
+                ..DeleteOptions::default()
+            },
+        )
+        .await
+        .unwrap_or_else(|err| panic!("delete failed: {err}"));
+    assert_ne!(
+        stored.metadata.resource_version, deleted.metadata.resource_version,
+        "resourceVersion did not change on deletion"
+    );
+    check_result(&mut w, WatchEvent::Deleted(deleted)).await;
+}
+
+/// `RunOptionalTestProgressNotify`: with progress notifications asked for (and a
+/// backend that sends them every second), a quiet watch gets a Bookmark: an empty pod
+/// with only a resourceVersion, not older than the last write.
+pub async fn run_test_progress_notify<B: Backend>(backend: &B) {
+    let store = backend.store();
+    let input = Pod::new("test-ns", "name");
+    let key = input.key();
+    let out = store
+        .create(&key, input, 0)
+        .await
+        .unwrap_or_else(|err| panic!("create failed: {err}"));
+    let options = ListOptions {
+        resource_version: out.metadata.resource_version.clone(),
+        progress_notify: true,
+        ..ListOptions::default()
+    };
+    let mut w = watch(store, &key, &options).await;
+    match expect_event(&mut w, "progress notification").await {
+        WatchEvent::Bookmark(mut pod) => {
+            let rv: u64 = pod.metadata.resource_version.parse().unwrap();
+            let created: u64 = out.metadata.resource_version.parse().unwrap();
+            assert!(rv >= created, "bookmark at {rv} is older than {created}");
+            pod.metadata.resource_version.clear();
+            assert_eq!(
+                pod,
+                Pod::default(),
+                "a bookmark carries no field but the resourceVersion"
+            );
+        }
+        other => panic!("expected a Bookmark, got {other:?}"),
+    }
+}
+
+/// `RunTestWatchDispatchBookmarkEvents` with `expectedWatchBookmarks=false`, as etcd3
+/// runs it: allowing bookmarks without asking for progress notifications brings none,
+/// even from a backend that sends them every second, and writes elsewhere bring no
+/// event within 3 s.
+pub async fn run_test_watch_dispatch_bookmark_events<B: Backend>(backend: &B) {
+    let store = backend.store();
+    let (key, stored) = super::propagate(backend, Pod::new("test-ns", "foo")).await;
+    let quiet = |allow_watch_bookmarks: bool, i: usize| {
+        let key = key.clone();
+        let rv = stored.metadata.resource_version.clone();
+        async move {
+            let options = ListOptions {
+                resource_version: rv,
+                predicate: SelectionPredicate {
+                    allow_watch_bookmarks,
+                    ..SelectionPredicate::default()
+                },
+                ..ListOptions::default()
+            };
+            let mut w = watch(store, &key, &options).await;
+            let other = Pod::new(&format!("other-ns-{i}"), "foo");
+            store
+                .create(&other.key(), other, 0)
+                .await
+                .unwrap_or_else(|err| panic!("create failed: {err}"));
+            if let Ok(event) =
+                tokio::time::timeout(Duration::from_secs(3), next_event(&mut w)).await
+            {
+                panic!("allowWatchBookmarks={allow_watch_bookmarks}: unexpected {event:?}");
+            }
+        }
+    };
+    // Both sub-cases wait 3 s; they do it side by side.
+    tokio::join!(quiet(false, 0), quiet(true, 1));
+}
+
+/// `RunTestClusterScopedWatch`: keys `pods/<name>`; cluster-wide and single-name watches
+/// with field selectors see exactly the transitions their predicate implies.
+pub async fn run_test_cluster_scoped_watch<B: Backend>(backend: &B) {
+    let pod = |name: &str| Pod::new("", name);
+    let updated = |name: &str| updated_pod("", name);
+    let assigned = |name: &str, node: &str| Pod::new("", name).on_node(node);
+    let cases: Vec<(&str, &str, bool, &str, Steps)> = vec![
+        (
+            "cluster-wide watch, without field selector",
+            "",
+            true,
+            "",
+            vec![
+                (pod("t1-foo1"), Some(Kind::Added)),
+                (updated("t1-foo1"), Some(Kind::Modified)),
+                (assigned("t1-foo2", "t1-bar1"), Some(Kind::Added)),
+            ],
+        ),
+        (
+            "cluster-wide watch, field selector with spec.nodeName",
+            "",
+            true,
+            "spec.nodeName=t2-bar1",
+            vec![
+                (pod("t2-foo1"), None),
+                (assigned("t2-foo1", "t2-bar1"), Some(Kind::Added)),
+            ],
+        ),
+        (
+            "cluster-wide watch, field selector with spec.nodeName to filter out watch",
+            "",
+            true,
+            "spec.nodeName!=t3-bar1",
+            vec![
+                (pod("t3-foo1"), Some(Kind::Added)),
+                (pod("t3-foo2"), Some(Kind::Added)),
+                (updated("t3-foo1"), Some(Kind::Modified)),
+                (assigned("t3-foo1", "t3-bar1"), Some(Kind::Deleted)),
+            ],
+        ),
+        (
+            "request with name, field selector with metadata.name",
+            "t4-foo1",
+            false,
+            "metadata.name=t4-foo1",
+            vec![
+                (pod("t4-foo1"), Some(Kind::Added)),
+                (pod("t4-foo2"), None),
+                (updated("t4-foo1"), Some(Kind::Modified)),
+                (updated("t4-foo2"), None),
+            ],
+        ),
+        (
+            "request with name, field selector with metadata.name and spec.nodeName",
+            "t5-foo1",
+            false,
+            "metadata.name=t5-foo1,spec.nodeName=t5-bar1",
+            vec![
+                (pod("t5-foo1"), None),
+                (pod("t5-foo2"), None),
+                (updated("t5-foo1"), None),
+                (updated("t5-foo2"), None),
+                (assigned("t5-foo1", "t5-bar1"), Some(Kind::Added)),
+            ],
+        ),
+        (
+            "request with name, field selector with metadata.name, spec.nodeName filtering out",
+            "t6-foo1",
+            false,
+            "spec.nodeName!=t6-bar1,metadata.name=t6-foo1",
+            vec![
+                (pod("t6-foo1"), Some(Kind::Added)),
+                (pod("t6-foo2"), None),
+                (updated("t6-foo1"), Some(Kind::Modified)),
+                (assigned("t6-foo1", "t6-bar1"), Some(Kind::Deleted)),
+                (assigned("t6-foo2", "t6-bar1"), None),
+            ],
+        ),
+    ];
+    for (name, requested_name, recursive, selector, steps) in cases {
+        let watch_key = if requested_name.is_empty() {
+            "/pods".to_owned()
+        } else {
+            format!("/pods/{requested_name}")
+        };
+        run_scoped_case(
+            backend,
+            name,
+            &watch_key,
+            recursive,
+            selector,
+            steps,
+            |pod| format!("pods/{}", pod.metadata.name),
+        )
+        .await;
+    }
+}
+
+/// `RunTestNamespaceScopedWatch`: keys `pods/<ns>/<name>`; watches of all pods, of a
+/// namespace and of one pod, with namespace, name and node selectors.
+pub async fn run_test_namespace_scoped_watch<B: Backend>(backend: &B) {
+    let pod = |name: &str, ns: &str| Pod::new(ns, name);
+    let updated = |name: &str, ns: &str| updated_pod(ns, name);
+    let assigned = |name: &str, ns: &str, node: &str| Pod::new(ns, name).on_node(node);
+    use Kind::{Added, Deleted, Modified};
+    let cases: Vec<(&str, &str, &str, bool, &str, Steps)> = vec![
+        (
+            "t1: all namespaces, no selector",
+            "",
+            "",
+            true,
+            "",
+            vec![
+                (pod("t1-foo1", "t1-ns1"), Some(Added)),
+                (pod("t1-foo2", "t1-ns2"), Some(Added)),
+                (updated("t1-foo1", "t1-ns1"), Some(Modified)),
+                (updated("t1-foo2", "t1-ns2"), Some(Modified)),
+            ],
+        ),
+        (
+            "t2: all namespaces, metadata.namespace",
+            "",
+            "",
+            true,
+            "metadata.namespace=t2-ns1",
+            vec![
+                (pod("t2-foo1", "t2-ns1"), Some(Added)),
+                (pod("t2-foo1", "t2-ns2"), None),
+                (updated("t2-foo1", "t2-ns1"), Some(Modified)),
+                (updated("t2-foo1", "t2-ns2"), None),
+            ],
+        ),
+        (
+            "t3: all namespaces, spec.nodeName",
+            "",
+            "",
+            true,
+            "spec.nodeName=t3-bar1",
+            vec![
+                (pod("t3-foo1", "t3-ns1"), None),
+                (pod("t3-foo2", "t3-ns2"), None),
+                (assigned("t3-foo1", "t3-ns1", "t3-bar1"), Some(Added)),
+                (assigned("t3-foo2", "t3-ns2", "t3-bar1"), Some(Added)),
+            ],
+        ),
+        (
+            "t4: all namespaces, spec.nodeName filtering out",
+            "",
+            "",
+            true,
+            "spec.nodeName!=t4-bar1",
+            vec![
+                (pod("t4-foo1", "t4-ns1"), Some(Added)),
+                (pod("t4-foo2", "t4-ns1"), Some(Added)),
+                (updated("t4-foo1", "t4-ns1"), Some(Modified)),
+                (assigned("t4-foo1", "t4-ns1", "t4-bar1"), Some(Deleted)),
+            ],
+        ),
+        (
+            "t5: one namespace, no selector",
+            "t5-ns1",
+            "",
+            true,
+            "",
+            vec![
+                (pod("t5-foo1", "t5-ns1"), Some(Added)),
+                (pod("t5-foo1", "t5-ns2"), None),
+                (pod("t5-foo2", "t5-ns1"), Some(Added)),
+                (updated("t5-foo1", "t5-ns1"), Some(Modified)),
+                (updated("t5-foo1", "t5-ns2"), None),
+            ],
+        ),
+        (
+            "t6: one namespace, matching metadata.namespace",
+            "t6-ns1",
+            "",
+            true,
+            "metadata.namespace=t6-ns1",
+            vec![
+                (pod("t6-foo1", "t6-ns1"), Some(Added)),
+                (pod("t6-foo1", "t6-ns2"), None),
+                (updated("t6-foo1", "t6-ns1"), Some(Modified)),
+            ],
+        ),
+        (
+            "t7: one namespace, other metadata.namespace",
+            "t7-ns1",
+            "",
+            true,
+            "metadata.namespace=t7-ns2",
+            vec![
+                (pod("t7-foo1", "t7-ns1"), None),
+                (pod("t7-foo1", "t7-ns2"), None),
+                (updated("t7-foo1", "t7-ns1"), None),
+                (updated("t7-foo1", "t7-ns2"), None),
+            ],
+        ),
+        (
+            "t8: one namespace, spec.nodeName",
+            "t8-ns1",
+            "",
+            true,
+            "spec.nodeName=t8-bar2",
+            vec![
+                (pod("t8-foo1", "t8-ns1"), None),
+                (assigned("t8-foo1", "t8-ns1", "t8-bar1"), None),
+                (assigned("t8-foo1", "t8-ns2", "t8-bar2"), None),
+                (assigned("t8-foo1", "t8-ns1", "t8-bar2"), Some(Added)),
+            ],
+        ),
+        (
+            "t9: one namespace, spec.nodeName filtering out",
+            "t9-ns2",
+            "",
+            true,
+            "spec.nodeName!=t9-bar1",
+            vec![
+                (pod("t9-foo1", "t9-ns1"), None),
+                (pod("t9-foo1", "t9-ns2"), Some(Added)),
+                (assigned("t9-foo1", "t9-ns2", "t9-bar1"), Some(Deleted)),
+                (assigned("t9-foo1", "t9-ns2", "t9-bar2"), Some(Added)),
+            ],
+        ),
+        (
+            "t10: all namespaces, metadata.name",
+            "",
+            "t10-foo1",
+            true,
+            "metadata.name=t10-foo1",
+            vec![
+                (pod("t10-foo1", "t10-ns1"), Some(Added)),
+                (pod("t10-foo1", "t10-ns2"), Some(Added)),
+                (pod("t10-foo2", "t10-ns1"), None),
+                (updated("t10-foo1", "t10-ns1"), Some(Modified)),
+                (assigned("t10-foo1", "t10-ns1", "t10-bar1"), Some(Modified)),
+            ],
+        ),
+        (
+            "t11: all namespaces, metadata.name and metadata.namespace",
+            "",
+            "t11-foo1",
+            true,
+            "metadata.name=t11-foo1,metadata.namespace=t11-ns1",
+            vec![
+                (pod("t11-foo1", "t11-ns1"), Some(Added)),
+                (pod("t11-foo2", "t11-ns1"), None),
+                (pod("t11-foo1", "t11-ns2"), None),
+                (updated("t11-foo1", "t11-ns1"), Some(Modified)),
+                (assigned("t11-foo1", "t11-ns1", "t11-bar1"), Some(Modified)),
+            ],
+        ),
+        (
+            "t12: all namespaces, metadata.name and spec.nodeName",
+            "",
+            "t12-foo1",
+            true,
+            "metadata.name=t12-foo1,spec.nodeName=t12-bar1",
+            vec![
+                (pod("t12-foo1", "t12-ns1"), None),
+                (updated("t12-foo1", "t12-ns1"), None),
+                (assigned("t12-foo1", "t12-ns1", "t12-bar1"), Some(Added)),
+            ],
+        ),
+        (
+            "t15: all namespaces, metadata.name, spec.nodeName filtering out",
+            "",
+            "t15-foo1",
+            true,
+            "spec.nodeName!=t15-bar1,metadata.name=t15-foo1",
+            vec![
+                (pod("t15-foo1", "t15-ns1"), Some(Added)),
+                (pod("t15-foo2", "t15-ns1"), None),
+                (updated("t15-foo1", "t15-ns1"), Some(Modified)),
+                (assigned("t15-foo1", "t15-ns1", "t15-bar1"), Some(Deleted)),
+                (assigned("t15-foo1", "t15-ns1", "t15-bar2"), Some(Added)),
+            ],
+        ),
+        (
+            "t16: one pod, metadata.name",
+            "t16-ns1",
+            "t16-foo1",
+            false,
+            "metadata.name=t16-foo1",
+            vec![
+                (pod("t16-foo1", "t16-ns1"), Some(Added)),
+                (pod("t16-foo2", "t16-ns1"), None),
+                (updated("t16-foo1", "t16-ns1"), Some(Modified)),
+                (assigned("t16-foo1", "t16-ns1", "t16-bar1"), Some(Modified)),
+            ],
+        ),
+        (
+            "t17: one pod, metadata.name and metadata.namespace",
+            "t17-ns1",
+            "t17-foo2",
+            false,
+            "metadata.name=t17-foo2,metadata.namespace=t17-ns1",
+            vec![
+                (pod("t17-foo1", "t17-ns1"), None),
+                (pod("t17-foo2", "t17-ns1"), Some(Added)),
+                (updated("t17-foo1", "t17-ns1"), None),
+                (assigned("t17-foo2", "t17-ns1", "t17-bar1"), Some(Modified)),
+            ],
+        ),
+        (
+            "t18: one pod, metadata.name, metadata.namespace and spec.nodeName",
+            "t18-ns1",
+            "t18-foo1",
+            false,
+            "metadata.name=t18-foo1,metadata.namespace=t18-ns1,spec.nodeName=t18-bar1",
+            vec![
+                (pod("t18-foo1", "t18-ns1"), None),
+                (pod("t18-foo2", "t18-ns1"), None),
+                (pod("t18-foo1", "t18-ns2"), None),
+                (updated("t18-foo1", "t18-ns1"), None),
+                (assigned("t18-foo1", "t18-ns1", "t18-bar1"), Some(Added)),
+            ],
+        ),
+        (
+            "t19: one pod, metadata.name, metadata.namespace, spec.nodeName filtering out",
+            "t19-ns1",
+            "t19-foo2",
+            false,
+            "spec.nodeName!=t19-bar1,metadata.name=t19-foo2,metadata.namespace=t19-ns1",
+            vec![
+                (pod("t19-foo1", "t19-ns1"), None),
+                (pod("t19-foo2", "t19-ns2"), None),
+                (pod("t19-foo2", "t19-ns1"), Some(Added)),
+                (updated("t19-foo2", "t19-ns1"), Some(Modified)),
+                (assigned("t19-foo2", "t19-ns1", "t19-bar1"), Some(Deleted)),
+            ],
+        ),
+    ];
+    for (name, namespace, requested_name, recursive, selector, steps) in cases {
+        let mut watch_key = "/pods".to_owned();
+        if !namespace.is_empty() {
+            watch_key = format!("{watch_key}/{namespace}");
+            if !requested_name.is_empty() {
+                watch_key = format!("{watch_key}/{requested_name}");
+            }
+        }
+        run_scoped_case(
+            backend,
+            name,
+            &watch_key,
+            recursive,
+            selector,
+            steps,
+            |pod| format!("pods/{}/{}", pod.metadata.namespace, pod.metadata.name),
+        )
+        .await;
+    }
+}
+
+/// The writes of a scoped watch case and the event each should bring.
+type Steps = Vec<(Pod, Option<Kind>)>;
+
+/// A pod "updated" the way the reference's `baseNamespacedPodUpdated` is (its status
+/// phase set to Running): here an annotation, as the suite's pod has no status.
+fn updated_pod(namespace: &str, name: &str) -> Pod {
+    let mut pod = Pod::new(namespace, name);
+    pod.metadata
+        .annotations
+        .insert("status.phase".to_owned(), "Running".to_owned());
+    pod
+}
+
+/// One case of the scoped watch tests: a watch from a list's resourceVersion, writes,
+/// and the events they should bring (Deleted with the last object at the new
+/// revision), then the watch is stopped.
+async fn run_scoped_case<B: Backend>(
+    backend: &B,
+    name: &str,
+    watch_key: &str,
+    recursive: bool,
+    selector: &str,
+    steps: Steps,
+    key_of: impl Fn(&Pod) -> String,
+) {
+    let store = backend.store();
+    let predicate = field_predicate(selector);
+    let rv = list_rv(store, "/pods", &predicate, true).await;
+    let before = active_watches(backend);
+    let options = ListOptions {
+        resource_version: rv,
+        predicate,
+        recursive,
+        ..ListOptions::default()
+    };
+    let mut w = watch(store, watch_key, &options).await;
+    let mut current: std::collections::HashMap<String, Pod> = std::collections::HashMap::new();
+    for (pod, expect) in steps {
+        let key = key_of(&pod);
+        let out = put_pod(store, &key, pod).await;
+        let expected = if expect == Some(Kind::Deleted) {
+            let mut last = current.remove(&key).expect("a pod to see deleted");
+            last.metadata.resource_version = out.metadata.resource_version.clone();
+            last
+        } else {
+            current.insert(key, out.clone());
+            out
+        };
+        if let Some(kind) = expect {
+            let actual = expect_event(&mut w, name).await;
+            assert_eq!(actual, kind.event(expected), "{name}");
+        }
+    }
+    check_stop(backend, w, before).await;
+}
