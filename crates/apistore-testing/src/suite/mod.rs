@@ -10,11 +10,17 @@
 // A conformance case is a test: a failed step must fail it loudly.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+mod count;
 mod create;
+mod delete;
+mod get;
+mod keys;
 mod list;
 mod list_failure;
 mod list_paging;
+mod lost_update;
 mod pod;
+mod update;
 mod watch;
 mod watch_initial;
 
@@ -23,14 +29,25 @@ use std::sync::Arc;
 
 use apistore_storage::Storage;
 
+pub use count::*;
 pub use create::*;
+pub use delete::*;
+pub use get::*;
+pub use keys::*;
 pub use list::{
     run_test_consistent_list, run_test_get_list_non_recursive, run_test_get_list_recursive_prefix,
     run_test_list, seed_multi_level_data,
 };
 pub use list_failure::*;
 pub use list_paging::*;
+pub use lost_update::*;
 pub use pod::{Pod, PodSpec};
+pub use update::{
+    run_test_guaranteed_update, run_test_guaranteed_update_checks_stored_data,
+    run_test_guaranteed_update_with_conflict,
+    run_test_guaranteed_update_with_suggestion_and_conflict, run_test_guaranteed_update_with_ttl,
+    run_test_transformation_failure, run_test_undecodable_value,
+};
 pub use watch::{
     run_test_cluster_scoped_watch, run_test_delayed_watch_delivery, run_test_delete_trigger_watch,
     run_test_namespace_scoped_watch, run_test_progress_notify, run_test_watch,
