@@ -62,8 +62,8 @@ impl LeaseManager {
 
     /// A lease id for an object with `ttl` seconds to live. The lock is held across the
     /// grant so that concurrent writers share the new lease instead of each granting one.
-    /// Returns the lease id and, when a new lease was granted, how many objects the
-    /// previous one carried (for `etcd_lease_object_counts`).
+    /// Returns the lease id and, when a new lease was granted, the attached-object count
+    /// kube-apiserver observes into `etcd_lease_object_counts` at that moment.
     pub(crate) async fn get_lease(
         &self,
         client: &mut LeaseClient,
@@ -83,7 +83,9 @@ impl LeaseManager {
         }
         let granted_ttl = ttl + reuse;
         let response = client.grant(granted_ttl, None).await?;
-        let previous_count = cached.attached_objects - 1;
+        // As the reference records it: the count includes the object that asked for
+        // this new lease.
+        let previous_count = cached.attached_objects;
         cached.id = response.id();
         cached.expires_at = Some(now + secs(granted_ttl));
         cached.attached_objects = 1;

@@ -1,6 +1,6 @@
 //! The etcd v3 backend of apistore.
 //!
-//! [`Etcd3Store`] implements the [`Storage`](apistore_storage::Storage) contract over
+//! [`Etcd3Store`] implements the [`apistore_storage::Storage`] contract over
 //! etcd v3 the way kube-apiserver's `pkg/storage/etcd3` does (k8s.io/apiserver v0.31.1):
 //!
 //! - keys are `<prefix>/<key>`, validated before any I/O;
@@ -10,7 +10,11 @@
 //!   compare-and-swap on the mod revision, retried on conflict with a fresh read;
 //! - objects with a TTL share leases through a lease manager;
 //! - watches deliver every change after a resourceVersion, in order, over one etcd
-//!   watch stream per store, or end with an error event.
+//!   watch stream per store, or end with an error event;
+//! - a [`Compactor`] (or one [`SharedCompactor`] per cluster) keeps etcd's history to
+//!   one interval, coordinating with every other compactor on the same etcd;
+//! - a [`HealthChecker`] answers health and readiness from rate-limited reads of
+//!   `<prefix>/health`.
 //!
 //! No etcd-client type appears in this crate's API: connect with [`EtcdClient`].
 //!
@@ -29,10 +33,12 @@
 //! ```
 
 mod client;
+mod compactor;
 mod delete;
 mod error;
 mod event;
 mod feature_support;
+mod health;
 mod instrument;
 mod key;
 mod lease_manager;
@@ -48,8 +54,15 @@ use apistore_storage::{
     Update, UpdateOptions, Versioner, WatchStream,
 };
 
-pub use client::{ClientConfig, EtcdClient};
+pub use client::{ClientConfig, EtcdClient, TlsConfig};
+pub use compactor::{
+    COMPACT_REV_KEY, Compactor, CompactorStatus, DEFAULT_COMPACT_INTERVAL, SharedCompactor,
+};
 pub use error::ConnectError;
+pub use health::{
+    DEFAULT_HEALTHCHECK_TIMEOUT, DEFAULT_READINESS_TIMEOUT, HealthChecker, HealthConfig,
+    HealthError,
+};
 pub use lease_manager::LeaseManagerConfig;
 pub use store::{Etcd3Store, StoreConfig};
 pub use watcher::{SyncPageHook, next_event};

@@ -186,8 +186,8 @@ pub async fn run_test_list_pagination_rare_object<B: Backend>(backend: &B) {
 
 /// `RunTestListContinuationWithFilter` with the etcd3 call counts: of `1/foo`,
 /// `2/bar`, `3/foo`, `4/foo`, pages of 2 selecting `metadata.name!=bar` are
-/// [`1/foo`, `3/foo`] (two etcd reads, three decodes: `4/foo` is fetched but not
-/// decoded) and then [`4/foo`] (one read, one decode), both at the last create's
+/// `[1/foo, 3/foo]` (two etcd reads, three decodes: `4/foo` is fetched but not
+/// decoded) and then `[4/foo]` (one read, one decode), both at the last create's
 /// revision. The resourceVersion checks need an etcd no other test writes to.
 pub async fn run_test_list_continuation_with_filter<B: Backend>(backend: &B) {
     let preset = create_all(
