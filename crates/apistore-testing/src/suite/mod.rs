@@ -45,6 +45,7 @@ pub use pod::{Pod, PodSpec};
 pub use update::{
     run_test_guaranteed_update, run_test_guaranteed_update_checks_stored_data,
     run_test_guaranteed_update_with_conflict,
+    run_test_guaranteed_update_with_stale_suggestion_failing_precondition,
     run_test_guaranteed_update_with_suggestion_and_conflict, run_test_guaranteed_update_with_ttl,
     run_test_transformation_failure, run_test_undecodable_value,
 };

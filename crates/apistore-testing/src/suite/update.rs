@@ -411,6 +411,46 @@ pub async fn run_test_guaranteed_update_with_suggestion_and_conflict<B: Backend>
     );
 }
 
+/// Not in the reference (its cases would not catch the gap): a stale cached object that
+/// fails a uid precondition makes the store decide on fresh state, and the current
+/// object, which passes, is updated.
+pub async fn run_test_guaranteed_update_with_stale_suggestion_failing_precondition<B: Backend>(
+    backend: &B,
+) {
+    let store = backend.store();
+    let (key, original) = super::propagate(backend, Pod::new("test-ns", "foo").with_uid("A")).await;
+    // The object is replaced by one with another uid; the caller still holds the old one.
+    store
+        .guaranteed_update(&key, UpdateOptions::default(), |mut pod, _| {
+            pod.metadata.uid = "B".into();
+            Ok(pod.into())
+        })
+        .await
+        .unwrap();
+    let mut calls = 0;
+    let options = UpdateOptions {
+        preconditions: Some(Preconditions::uid("B")),
+        cached_existing_object: Some(original),
+        ..UpdateOptions::default()
+    };
+    let updated = store
+        .guaranteed_update(&key, options, |mut pod, _| {
+            calls += 1;
+            assert_eq!(pod.metadata.uid, "B", "the update function saw stale state");
+            pod.metadata.labels.insert("touched".into(), "yes".into());
+            Ok(pod.into())
+        })
+        .await
+        .unwrap();
+    assert_eq!(calls, 1);
+    assert_eq!(
+        updated.metadata.labels.get("touched").map(String::as_str),
+        Some("yes")
+    );
+    let stored = store.get(&key, &GetOptions::default()).await.unwrap();
+    assert_eq!(stored, updated);
+}
+
 /// `RunTestTransformationFailure` (get, guaranteed update and delete): a value the
 /// transformer cannot read (written with another marker) is an internal error for get,
 /// for an update without a cached object, and for delete, which leaves it in place; an
