@@ -17,4 +17,4 @@
 pub mod continue_token;
 mod versioner;
 
-pub use versioner::{ApiObjectVersioner, parse_resource_version};
+pub use versioner::{ApiObjectVersioner, compare_resource_versions, parse_resource_version};

@@ -17,6 +17,12 @@ pub fn parse_resource_version(resource_version: &str) -> Result<u64> {
         .map_err(|_| invalid(resource_version))
 }
 
+/// Compares two resourceVersions numerically (kube-apiserver's
+/// `CompareResourceVersion`); either one unparsable is an error naming it.
+pub fn compare_resource_versions(lhs: &str, rhs: &str) -> Result<std::cmp::Ordering> {
+    Ok(parse_resource_version(lhs)?.cmp(&parse_resource_version(rhs)?))
+}
+
 fn invalid(resource_version: &str) -> StorageError {
     StorageError::Invalid {
         key: String::new(),
@@ -97,6 +103,16 @@ mod tests {
             assert_eq!(err.kind(), apistore_storage::ErrorKind::Invalid, "{bad:?}");
             assert!(err.to_string().contains(&format!("{bad:?}")), "{err}");
         }
+    }
+
+    // TestCompareResourceVersion
+    #[test]
+    fn resource_versions_compare_numerically() {
+        use std::cmp::Ordering;
+        assert_eq!(compare_resource_versions("1", "2").unwrap(), Ordering::Less);
+        assert_eq!(compare_resource_versions("2", "2").unwrap(), Ordering::Equal);
+        assert_eq!(compare_resource_versions("10", "9").unwrap(), Ordering::Greater);
+        assert!(compare_resource_versions("a", "1").is_err());
     }
 
     // TestObjectVersioner
