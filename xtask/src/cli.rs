@@ -1,4 +1,4 @@
-//! The command line: `cargo xtask test | demo | bench [--quick] | help`.
+//! The command line: `cargo xtask test | demo | bench [--quick] | soak | help`.
 //!
 //! Hand-rolled: three subcommands do not need an argument-parsing dependency.
 
@@ -14,6 +14,10 @@ commands:
   demo [-- <demo args>]         run the demo example (crates/apistore/examples/demo.rs)
                                 against a fresh etcd
   bench [--quick]               run the benchmarks (crates/apistore-bench) in release
+  soak [-- <soak args>]         60 s of mixed load on a three-member etcd cluster with a
+                                member restarted midway, then check every write and
+                                watch (crates/apistore-etcd3/examples/soak.rs, release;
+                                args: --seconds N, --tasks N)
   help                          print this
 
 Each command provisions what it needs first: protoc (vendored, copied to
@@ -29,6 +33,8 @@ pub(crate) enum Command {
     Demo { demo_args: Vec<String> },
     /// The benchmarks.
     Bench { quick: bool },
+    /// The soak; the arguments go to it.
+    Soak { soak_args: Vec<String> },
     /// Print [`USAGE`].
     Help,
 }
@@ -54,6 +60,9 @@ impl Command {
                     rest.join(" ")
                 )),
             },
+            "soak" => Ok(Self::Soak {
+                soak_args: after_double_dash("soak", rest)?,
+            }),
             "help" | "-h" | "--help" => Ok(Self::Help),
             other => Err(format!("unknown command `{other}`")),
         }
@@ -115,6 +124,13 @@ mod tests {
             parse(&["bench", "--quick"]),
             Ok(Command::Bench { quick: true })
         );
+        assert_eq!(parse(&["soak"]), Ok(Command::Soak { soak_args: vec![] }));
+        assert_eq!(
+            parse(&["soak", "--", "--seconds", "10"]),
+            Ok(Command::Soak {
+                soak_args: vec!["--seconds".into(), "10".into()]
+            })
+        );
         assert_eq!(parse(&["--help"]), Ok(Command::Help));
     }
 
@@ -124,6 +140,11 @@ mod tests {
         assert!(parse(&["tset"]).unwrap_err().contains("tset"));
         assert!(parse(&["test", "-p", "x"]).unwrap_err().contains("--"));
         assert!(parse(&["bench", "--slow"]).is_err());
+        assert!(
+            parse(&["soak", "--seconds", "10"])
+                .unwrap_err()
+                .contains("--")
+        );
     }
 
     #[test]

@@ -1,4 +1,4 @@
-//! Developer commands: `cargo xtask test | demo | bench [--quick]`.
+//! Developer commands: `cargo xtask test | demo | bench [--quick] | soak`.
 //!
 //! Each command provisions what it needs (protoc, an etcd binary), starts a real etcd
 //! on a free loopback port in a temporary directory when the command needs one, runs
@@ -99,6 +99,7 @@ fn run(command: cli::Command) -> Result<()> {
         cli::Command::Test { cargo_test_args } => test(&root, &cargo_test_args),
         cli::Command::Demo { demo_args } => demo(&root, &demo_args),
         cli::Command::Bench { quick } => bench(&root, quick),
+        cli::Command::Soak { soak_args } => soak(&root, &soak_args),
         cli::Command::Help => Ok(()),
     }
 }
@@ -194,6 +195,27 @@ fn bench(root: &Path, quick: bool) -> Result<()> {
         bench.arg("--quick");
     }
     run_step(&mut bench)
+}
+
+fn soak(root: &Path, soak_args: &[String]) -> Result<()> {
+    let cargo = cargo();
+    let protoc = provision::protoc(root)?;
+    let etcd_bin = provision::etcd()?;
+    // The soak starts (and restarts) its own three-member cluster.
+    let mut soak = cargo_command(&cargo, root, &protoc);
+    soak.env(ETCD_BIN_ENV, &etcd_bin).args([
+        "run",
+        "--release",
+        "--quiet",
+        "-p",
+        "apistore-etcd3",
+        "--example",
+        "soak",
+    ]);
+    if !soak_args.is_empty() {
+        soak.arg("--").args(soak_args);
+    }
+    run_step(&mut soak)
 }
 
 /// A cargo command in the workspace root that builds with the provisioned protoc.

@@ -31,6 +31,7 @@
 //! This follows the role of kube-apiserver's `pkg/storage/etcd3/testserver`, which runs
 //! an embedded etcd; we run the real binary instead.
 
+mod cluster;
 mod error;
 mod process;
 mod shared;
@@ -43,6 +44,7 @@ use std::time::Duration;
 
 use tempfile::TempDir;
 
+pub use self::cluster::{ClusterError, ClusterResult, EtcdCluster, MemberStatus};
 pub use self::error::{FixtureError, Result};
 use self::process::{LaunchError, LaunchSpec, MemberSpec, Running};
 pub use self::shared::{shared_endpoint, unique_prefix};
