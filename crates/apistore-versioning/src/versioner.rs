@@ -110,8 +110,14 @@ mod tests {
     fn resource_versions_compare_numerically() {
         use std::cmp::Ordering;
         assert_eq!(compare_resource_versions("1", "2").unwrap(), Ordering::Less);
-        assert_eq!(compare_resource_versions("2", "2").unwrap(), Ordering::Equal);
-        assert_eq!(compare_resource_versions("10", "9").unwrap(), Ordering::Greater);
+        assert_eq!(
+            compare_resource_versions("2", "2").unwrap(),
+            Ordering::Equal
+        );
+        assert_eq!(
+            compare_resource_versions("10", "9").unwrap(),
+            Ordering::Greater
+        );
         assert!(compare_resource_versions("a", "1").is_err());
     }
 
