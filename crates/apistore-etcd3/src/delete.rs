@@ -52,8 +52,12 @@ where
                 )])
                 .and_then([TxnOp::delete(prepared.as_str(), None)])
                 .or_else([TxnOp::get(prepared.as_str(), None)]);
-            let mut kv = self.kv();
-            let response = self.call(&prepared, Operation::Delete, kv.txn(txn)).await?;
+            let response = self
+                .call(&prepared, Operation::Delete, |mut kv| {
+                    let txn = txn.clone();
+                    async move { kv.txn(txn).await }
+                })
+                .await?;
             if !response.succeeded() {
                 let current = else_get(&prepared, &response)?;
                 state = self.state_from_response(&prepared, current, false)?;

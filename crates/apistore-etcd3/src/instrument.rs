@@ -9,8 +9,7 @@ use apistore_telemetry::{
     ListTraceAttrs, ObjectTraceAttrs, ResourceMetrics, StepAttr, StepTrace, StorageMetrics,
 };
 
-/// The `operation` label of `etcd_request_*` metrics, plus lease grants (which
-/// kube-apiserver does not record).
+/// The `operation` label of `etcd_request_*` metrics.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub(crate) enum Operation {
     /// A single-key read (get, state refresh, non-recursive list).
@@ -25,22 +24,19 @@ pub(crate) enum Operation {
     Delete,
     /// A count-only range read.
     ListWithCount,
-    /// A lease grant: not recorded.
-    Lease,
 }
 
 impl Operation {
-    fn label(self) -> Option<apistore_telemetry::Operation> {
+    fn label(self) -> apistore_telemetry::Operation {
         use apistore_telemetry::Operation as O;
-        Some(match self {
+        match self {
             Self::Get => O::Get,
             Self::List => O::List,
             Self::Create => O::Create,
             Self::Update => O::Update,
             Self::Delete => O::Delete,
             Self::ListWithCount => O::ListWithCount,
-            Self::Lease => return None,
-        })
+        }
     }
 }
 
@@ -78,9 +74,10 @@ impl Instrumentation {
         ok: bool,
         elapsed: Duration,
     ) {
-        let (Some(metrics), Some(operation)) = (&self.metrics, operation.label()) else {
+        let Some(metrics) = &self.metrics else {
             return;
         };
+        let operation = operation.label();
         if type_label == metrics.resource.resource() {
             metrics.resource.record_etcd_request(operation, ok, elapsed);
         } else {

@@ -100,8 +100,10 @@ where
             if with_rev != 0 {
                 get_options = get_options.with_revision(with_rev);
             }
-            let mut kv = self.kv();
-            let request = kv.get(start_key.clone(), Some(get_options));
+            let request = |mut kv: etcd_client::KvClient| {
+                let (start, options) = (start_key.clone(), get_options.clone());
+                async move { kv.get(start, Some(options)).await }
+            };
             let mut response = match self.call_raw(&key_prefix, operation, request).await? {
                 Ok(response) => response,
                 Err(err) => {

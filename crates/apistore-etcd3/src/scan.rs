@@ -33,13 +33,11 @@ where
             if revision != 0 {
                 options = options.with_revision(revision);
             }
-            let mut kv = self.kv();
             let mut response = self
-                .call(
-                    &prefix,
-                    Operation::List,
-                    kv.get(start.clone(), Some(options)),
-                )
+                .call(&prefix, Operation::List, |mut kv| {
+                    let (start, options) = (start.clone(), options.clone());
+                    async move { kv.get(start, Some(options)).await }
+                })
                 .await?;
             if revision == 0 {
                 revision = response.header().map_or(0, |h| h.revision());

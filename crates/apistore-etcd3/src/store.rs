@@ -92,6 +92,17 @@ pub struct Etcd3Store<T> {
     pub(crate) watch: WatchSettings,
 }
 
+/// Whether an etcd call failed before any request left the client (the connection
+/// was refused), so that repeating it, even a write, cannot apply it twice.
+fn never_reached_etcd(err: &etcd_client::Error) -> bool {
+    match err {
+        etcd_client::Error::GRpcStatus(status) => {
+            status.code() == tonic::Code::Unavailable && status.message().contains("connect")
+        }
+        _ => false,
+    }
+}
+
 impl<T> Clone for Etcd3Store<T> {
     fn clone(&self) -> Self {
         Self {
@@ -212,26 +223,23 @@ where
         self.client.inner.kv_client()
     }
 
-    /// Runs one etcd request with the store's timeout, metrics and error mapping.
-    pub(crate) async fn call<R, F>(&self, key: &str, operation: Operation, request: F) -> Result<R>
+    /// Runs one etcd KV request with the store's timeout, metrics and error mapping.
+    /// `request` makes the request from a KV client; it is made again (on another
+    /// endpoint, by the client's balancer) when an attempt never reached etcd, so a dead
+    /// member of a cluster costs a retry, not a failure.
+    pub(crate) async fn call<R, F, Fut>(
+        &self,
+        key: &str,
+        operation: Operation,
+        request: F,
+    ) -> Result<R>
     where
-        F: Future<Output = Result<R, etcd_client::Error>>,
+        F: FnMut(KvClient) -> Fut,
+        Fut: Future<Output = Result<R, etcd_client::Error>>,
     {
-        let started = Instant::now();
-        let outcome = match self.request_timeout {
-            Some(limit) => match tokio::time::timeout(limit, request).await {
-                Ok(outcome) => outcome.map_err(|e| from_etcd(key, e)),
-                Err(_) => Err(timed_out(key, limit)),
-            },
-            None => request.await.map_err(|e| from_etcd(key, e)),
-        };
-        self.instrumentation.record_etcd_request(
-            operation,
-            self.type_label(operation, key),
-            outcome.is_ok(),
-            started.elapsed(),
-        );
-        outcome
+        self.call_raw(key, operation, request)
+            .await?
+            .map_err(|e| from_etcd(key, e))
     }
 
     /// The `type` label of `etcd_request_*` metrics: the group-resource, except for
@@ -245,39 +253,67 @@ where
     }
 
     /// Like [`Self::call`] but hands back the raw etcd error, for callers that interpret
-    /// some errors themselves (compaction on lists).
-    pub(crate) async fn call_raw<R, F>(
+    /// some errors themselves (compaction on lists). The outer error is a timeout.
+    pub(crate) async fn call_raw<R, F, Fut>(
         &self,
         key: &str,
         operation: Operation,
-        request: F,
+        mut request: F,
     ) -> Result<Result<R, etcd_client::Error>>
+    where
+        F: FnMut(KvClient) -> Fut,
+        Fut: Future<Output = Result<R, etcd_client::Error>>,
+    {
+        let started = Instant::now();
+        let deadline = self.request_timeout.map(|limit| started + limit);
+        // One more attempt than there are endpoints: the balancer rotates, so every
+        // endpoint gets a chance before a refused connection is reported.
+        let attempts = self.client.endpoints().len() + 1;
+        let mut attempt = 0;
+        let outcome = loop {
+            attempt += 1;
+            let future = request(self.kv());
+            let result = match deadline {
+                Some(deadline) => match tokio::time::timeout_at(deadline.into(), future).await {
+                    Ok(result) => result,
+                    Err(_) => {
+                        self.record(operation, key, false, started);
+                        let limit = self.request_timeout.unwrap_or_default();
+                        return Err(timed_out(key, limit));
+                    }
+                },
+                None => future.await,
+            };
+            match result {
+                Err(err) if attempt < attempts && never_reached_etcd(&err) => continue,
+                other => break other,
+            }
+        };
+        self.record(operation, key, outcome.is_ok(), started);
+        Ok(outcome)
+    }
+
+    /// Runs a request that is not a KV call (a lease grant) once, with the timeout.
+    pub(crate) async fn call_once<R, F>(&self, key: &str, request: F) -> Result<R>
     where
         F: Future<Output = Result<R, etcd_client::Error>>,
     {
-        let started = Instant::now();
-        let outcome = match self.request_timeout {
+        match self.request_timeout {
             Some(limit) => match tokio::time::timeout(limit, request).await {
-                Ok(outcome) => outcome,
-                Err(_) => {
-                    self.instrumentation.record_etcd_request(
-                        operation,
-                        &self.group_resource,
-                        false,
-                        started.elapsed(),
-                    );
-                    return Err(timed_out(key, limit));
-                }
+                Ok(outcome) => outcome.map_err(|e| from_etcd(key, e)),
+                Err(_) => Err(timed_out(key, limit)),
             },
-            None => request.await,
-        };
+            None => request.await.map_err(|e| from_etcd(key, e)),
+        }
+    }
+
+    fn record(&self, operation: Operation, key: &str, ok: bool, started: Instant) {
         self.instrumentation.record_etcd_request(
             operation,
-            &self.group_resource,
-            outcome.is_ok(),
+            self.type_label(operation, key),
+            ok,
             started.elapsed(),
         );
-        Ok(outcome)
     }
 
     /// Reads stored bytes back to plain bytes; a failure is an internal error naming the key.
@@ -347,11 +383,7 @@ where
             .map_err(|_| StorageError::bad_request(key, format!("ttl {ttl} is out of range")))?;
         let mut lease_client = self.client.inner.lease_client();
         let (id, previous_count) = self
-            .call(
-                key,
-                Operation::Lease,
-                self.lease_manager.get_lease(&mut lease_client, ttl),
-            )
+            .call_once(key, self.lease_manager.get_lease(&mut lease_client, ttl))
             .await?;
         if let Some(count) = previous_count {
             self.instrumentation.observe_lease_object_count(count);
@@ -365,8 +397,11 @@ where
         key: &str,
         ignore_not_found: bool,
     ) -> Result<ObjState<T>> {
-        let mut kv = self.kv();
-        let response = self.call(key, Operation::Get, kv.get(key, None)).await?;
+        let response = self
+            .call(key, Operation::Get, |mut kv| async move {
+                kv.get(key, None).await
+            })
+            .await?;
         self.state_from_response(key, response, ignore_not_found)
     }
 
@@ -465,9 +500,11 @@ where
     /// existence check, so a too-large version on a missing key is too large, not missing).
     pub(crate) async fn get_object(&self, key: &str, options: &GetOptions) -> Result<T> {
         let prepared = self.prepare_key(key)?;
-        let mut kv = self.kv();
+        let etcd_key = prepared.as_str();
         let mut response = self
-            .call(&prepared, Operation::Get, kv.get(prepared.as_str(), None))
+            .call(etcd_key, Operation::Get, |mut kv| async move {
+                kv.get(etcd_key, None).await
+            })
             .await?;
         let revision = response.header().map_or(0, |h| h.revision());
         self.validate_minimum_resource_version(&prepared, &options.resource_version, revision)?;
@@ -522,8 +559,13 @@ where
                 Vec::from(stored),
                 put_options,
             )]);
-        let mut kv = self.kv();
-        let response = match self.call(&prepared, Operation::Create, kv.txn(txn)).await {
+        let response = match self
+            .call(&prepared, Operation::Create, |mut kv| {
+                let txn = txn.clone();
+                async move { kv.txn(txn).await }
+            })
+            .await
+        {
             Ok(response) => response,
             Err(err) => {
                 trace.event_err("Txn call failed", &err);
@@ -551,13 +593,12 @@ where
         let options = EtcdGetOptions::new()
             .with_range(prefix_range_end(prepared.as_bytes()))
             .with_count_only();
-        let mut kv = self.kv();
+        let etcd_key = prepared.as_str();
         let response = self
-            .call(
-                &prepared,
-                Operation::ListWithCount,
-                kv.get(prepared.as_str(), Some(options)),
-            )
+            .call(etcd_key, Operation::ListWithCount, |mut kv| {
+                let options = options.clone();
+                async move { kv.get(etcd_key, Some(options)).await }
+            })
             .await?;
         Ok(response.count())
     }

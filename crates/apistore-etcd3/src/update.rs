@@ -127,8 +127,13 @@ where
                     put_options,
                 )])
                 .or_else([TxnOp::get(prepared.as_str(), None)]);
-            let mut kv = self.kv();
-            let response = match self.call(&prepared, Operation::Update, kv.txn(txn)).await {
+            let response = match self
+                .call(&prepared, Operation::Update, |mut kv| {
+                    let txn = txn.clone();
+                    async move { kv.txn(txn).await }
+                })
+                .await
+            {
                 Ok(response) => response,
                 Err(err) => {
                     trace.event_err("Txn call failed", &err);

@@ -433,8 +433,10 @@ where
             if with_rev != 0 {
                 options = options.with_revision(with_rev);
             }
-            let mut kv = self.store.kv();
-            let request = kv.get(start_key.clone(), Some(options));
+            let request = |mut kv: etcd_client::KvClient| {
+                let (start, options) = (start_key.clone(), options.clone());
+                async move { kv.get(start, Some(options)).await }
+            };
             let outcome = self
                 .until_closed(self.store.call_raw(&self.key, operation, request))
                 .await??;
