@@ -2,6 +2,9 @@
 //! configure key2 first with key1 second (reads are stale), rewrite, then drop key1 and
 //! read everything back. Also: the bytes in etcd are ciphertext bound to their key.
 
+// Test helpers may unwrap: a failure is a failed test.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 use apistore::layers::value::EncryptionConfig;
 use apistore::{ApiStore, DynamicObject, GetOptions, ListOptions, Storage, rewrite_stale};
 use apistore_testing::etcd::{shared_endpoint, unique_prefix};
