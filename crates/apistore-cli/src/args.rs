@@ -49,6 +49,46 @@ pub(crate) struct GlobalArgs {
     /// ends, failed or not.
     #[arg(long, global = true, value_name = "FILE")]
     pub(crate) metrics_out: Option<PathBuf>,
+    /// The CA certificate (PEM) etcd's certificate must be signed by. Turns TLS on: the
+    /// endpoints must be `https://`.
+    #[arg(long, global = true, value_name = "FILE")]
+    pub(crate) cacert: Option<PathBuf>,
+    /// A client certificate (PEM) for mutual TLS, with --key.
+    #[arg(long = "cert", global = true, value_name = "FILE")]
+    pub(crate) client_cert: Option<PathBuf>,
+    /// The client certificate's private key (PEM), with --cert.
+    #[arg(long = "key", global = true, value_name = "FILE")]
+    pub(crate) client_key: Option<PathBuf>,
+    /// The etcd user, when etcd has authentication on (with a password).
+    #[arg(long, global = true, env = "APISTORE_USER")]
+    pub(crate) user: Option<String>,
+    /// The etcd user's password. Prefer the environment variable: a command line is
+    /// visible to other users of the machine.
+    #[arg(long, global = true, env = "APISTORE_PASSWORD", hide_env_values = true)]
+    pub(crate) password: Option<Password>,
+}
+
+/// A password, shown nowhere: its `Debug` output is `<redacted>`.
+#[derive(Clone)]
+pub(crate) struct Password(String);
+
+impl Password {
+    /// The password itself, to hand to the etcd client.
+    pub(crate) fn expose(&self) -> &str {
+        &self.0
+    }
+}
+
+impl From<String> for Password {
+    fn from(password: String) -> Self {
+        Self(password)
+    }
+}
+
+impl std::fmt::Debug for Password {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("<redacted>")
+    }
 }
 
 /// How objects are printed.

@@ -290,6 +290,31 @@ async fn connect(
     if let Some(path) = &global.encryption_config {
         builder = builder.encryption_config_file(path);
     }
+    let tls = apistore::TlsConfig::from_files(
+        global.cacert.as_deref(),
+        global.client_cert.as_deref(),
+        global.client_key.as_deref(),
+    )
+    .map_err(|err| CliError::Input(err.to_string()))?;
+    if let Some(tls) = tls {
+        builder = builder.tls(tls);
+    }
+    match (&global.user, &global.password) {
+        (Some(user), Some(password)) => {
+            builder = builder.credentials(user.clone(), password.expose());
+        }
+        (None, None) => {}
+        (Some(_), None) => {
+            return Err(CliError::Input(
+                "--user needs a password: set APISTORE_PASSWORD (or --password)".to_owned(),
+            ));
+        }
+        (None, Some(_)) => {
+            return Err(CliError::Input(
+                "a password (APISTORE_PASSWORD or --password) needs --user".to_owned(),
+            ));
+        }
+    }
     if let Some(registry) = registry {
         builder = builder
             .metrics_registry(registry)

@@ -1,17 +1,23 @@
 //! The connection to etcd. No etcd-client type leaks out of this crate: callers give
 //! endpoints and options, and get an [`EtcdClient`] to build stores from.
+//!
+//! As kube-apiserver's client setup (`etcd3.newETCD3Client`): TLS when a CA, a client
+//! certificate or a key is configured, plaintext otherwise; etcd user and password when
+//! etcd has authentication on. Secrets (the password, the client key) never reach a
+//! log, an error or `Debug` output.
 
 use std::fmt;
+use std::path::Path;
 use std::time::Duration;
 
-use etcd_client::{Client, ConnectOptions};
+use etcd_client::{Certificate, Client, ConnectOptions, Identity, TlsOptions};
 
 use crate::error::ConnectError;
 
 /// How to reach etcd.
 #[derive(Clone)]
 pub struct ClientConfig {
-    /// Endpoints, e.g. `http://127.0.0.1:2379`.
+    /// Endpoints, e.g. `http://127.0.0.1:2379`, or `https://…` with [`Self::tls`].
     pub endpoints: Vec<String>,
     /// How long to wait for a connection (kube-apiserver: 20 s).
     pub dial_timeout: Duration,
@@ -19,6 +25,9 @@ pub struct ClientConfig {
     pub keep_alive: Option<(Duration, Duration)>,
     /// etcd user name and password, when etcd has authentication on.
     pub credentials: Option<(String, String)>,
+    /// TLS to etcd (endpoints must then be `https://` or have no scheme); `None` for
+    /// plaintext.
+    pub tls: Option<TlsConfig>,
 }
 
 impl Default for ClientConfig {
@@ -28,6 +37,7 @@ impl Default for ClientConfig {
             dial_timeout: Duration::from_secs(20),
             keep_alive: Some((Duration::from_secs(30), Duration::from_secs(10))),
             credentials: None,
+            tls: None,
         }
     }
 }
@@ -60,8 +70,148 @@ impl fmt::Debug for ClientConfig {
                     .as_ref()
                     .map(|(user, _)| (user, "<redacted>")),
             )
+            .field("tls", &self.tls)
             .finish()
     }
+}
+
+/// TLS to etcd, as kube-apiserver's `--etcd-cafile`, `--etcd-certfile` and
+/// `--etcd-keyfile`: the CA that signed etcd's serving certificate and, for mutual
+/// TLS, the client's certificate and key. All PEM.
+///
+/// The system's trust roots are not used: a CA is required. Its `Debug` output shows
+/// sizes, never the key.
+#[derive(Clone, Default)]
+pub struct TlsConfig {
+    /// PEM certificates of the CAs etcd's serving certificate must chain to.
+    pub ca_pem: Option<Vec<u8>>,
+    /// The client certificate chain, PEM, for mutual TLS (with [`Self::client_key_pem`]).
+    pub client_cert_pem: Option<Vec<u8>>,
+    /// The client certificate's private key, PEM. Secret.
+    pub client_key_pem: Option<Vec<u8>>,
+    /// The name etcd's certificate must carry; by default each endpoint's host (an IP
+    /// address is checked against the certificate's IP addresses).
+    pub server_name: Option<String>,
+}
+
+impl TlsConfig {
+    /// TLS that trusts the CA certificates in `ca_pem`.
+    pub fn with_ca_pem(ca_pem: impl Into<Vec<u8>>) -> Self {
+        Self {
+            ca_pem: Some(ca_pem.into()),
+            ..Self::default()
+        }
+    }
+
+    /// Adds a client certificate and key for mutual TLS.
+    #[must_use]
+    pub fn client_identity(
+        mut self,
+        cert_pem: impl Into<Vec<u8>>,
+        key_pem: impl Into<Vec<u8>>,
+    ) -> Self {
+        self.client_cert_pem = Some(cert_pem.into());
+        self.client_key_pem = Some(key_pem.into());
+        self
+    }
+
+    /// Reads the CA certificate, client certificate and client key files (as the
+    /// command's `--cacert`, `--cert` and `--key`). `None` when none is given: then
+    /// the connection is plaintext, as kube-apiserver's.
+    ///
+    /// A certificate without its key, or a key without its certificate, is an error;
+    /// so is a file that cannot be read (the error names it, never its content).
+    pub fn from_files(
+        ca_file: Option<&Path>,
+        cert_file: Option<&Path>,
+        key_file: Option<&Path>,
+    ) -> Result<Option<Self>, ConnectError> {
+        if ca_file.is_none() && cert_file.is_none() && key_file.is_none() {
+            return Ok(None);
+        }
+        let read = |what: &'static str, path: &Path| {
+            std::fs::read(path).map_err(|source| ConnectError::ReadTlsFile {
+                what,
+                path: path.to_path_buf(),
+                source,
+            })
+        };
+        let ca_pem = ca_file.map(|p| read("CA certificate", p)).transpose()?;
+        let (client_cert_pem, client_key_pem) = match (cert_file, key_file) {
+            (Some(cert), Some(key)) => (
+                Some(read("client certificate", cert)?),
+                Some(read("client key", key)?),
+            ),
+            (None, None) => (None, None),
+            (Some(_), None) => return Err(tls_problem("a client certificate needs its key")),
+            (None, Some(_)) => return Err(tls_problem("a client key needs its certificate")),
+        };
+        Ok(Some(Self {
+            ca_pem,
+            client_cert_pem,
+            client_key_pem,
+            server_name: None,
+        }))
+    }
+
+    /// etcd-client's TLS options, after checking what can be checked without etcd.
+    fn to_options(&self, dial_timeout: Duration) -> Result<TlsOptions, ConnectError> {
+        let ca = self.ca_pem.as_deref().ok_or_else(|| {
+            tls_problem("no CA certificate: etcd's certificate cannot be verified (system trust roots are not used)")
+        })?;
+        if !contains(ca, b"-----BEGIN CERTIFICATE-----") {
+            return Err(tls_problem("the CA file holds no PEM certificate"));
+        }
+        let mut options = TlsOptions::new()
+            .ca_certificate(Certificate::from_pem(ca))
+            .timeout(dial_timeout);
+        match (&self.client_cert_pem, &self.client_key_pem) {
+            (Some(cert), Some(key)) => {
+                if !contains(cert, b"-----BEGIN CERTIFICATE-----") {
+                    return Err(tls_problem(
+                        "the client certificate file holds no PEM certificate",
+                    ));
+                }
+                if !contains(key, b"PRIVATE KEY-----") {
+                    return Err(tls_problem("the client key file holds no PEM private key"));
+                }
+                options = options.identity(Identity::from_pem(cert, key));
+            }
+            (None, None) => {}
+            (Some(_), None) => return Err(tls_problem("a client certificate needs its key")),
+            (None, Some(_)) => return Err(tls_problem("a client key needs its certificate")),
+        }
+        if let Some(name) = &self.server_name {
+            options = options.domain_name(name.clone());
+        }
+        Ok(options)
+    }
+}
+
+impl fmt::Debug for TlsConfig {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        // Certificates are public but long; the key is secret.
+        let size = |pem: &Option<Vec<u8>>| pem.as_ref().map(|p| format!("<{} bytes>", p.len()));
+        f.debug_struct("TlsConfig")
+            .field("ca_pem", &size(&self.ca_pem))
+            .field("client_cert_pem", &size(&self.client_cert_pem))
+            .field(
+                "client_key_pem",
+                &self.client_key_pem.as_ref().map(|_| "<redacted>"),
+            )
+            .field("server_name", &self.server_name)
+            .finish()
+    }
+}
+
+fn tls_problem(problem: &str) -> ConnectError {
+    ConnectError::TlsConfig {
+        problem: problem.to_owned(),
+    }
+}
+
+fn contains(haystack: &[u8], needle: &[u8]) -> bool {
+    haystack.windows(needle.len()).any(|w| w == needle)
 }
 
 /// A connection to an etcd cluster, cheap to clone and shared by every store built on it.
@@ -81,10 +231,17 @@ impl fmt::Debug for EtcdClient {
 
 impl EtcdClient {
     /// Connects to etcd. Fails within the dial timeout when no endpoint answers.
+    ///
+    /// With credentials, the user is authenticated here, so a wrong password is an
+    /// error now. With TLS, one Status request is made here, so an untrusted etcd
+    /// certificate or a refused client certificate is an error now, saying which,
+    /// rather than on the first request of a store. A plaintext connection without
+    /// credentials is made lazily, on first use.
     pub async fn connect(config: &ClientConfig) -> Result<Self, ConnectError> {
         if config.endpoints.is_empty() {
             return Err(ConnectError::NoEndpoints);
         }
+        let endpoints = config.endpoints.join(",");
         let mut options = ConnectOptions::new()
             .with_connect_timeout(config.dial_timeout)
             .with_timeout(config.dial_timeout);
@@ -94,18 +251,40 @@ impl EtcdClient {
         if let Some((user, password)) = &config.credentials {
             options = options.with_user(user.clone(), password.clone());
         }
-        let connect = Client::connect(config.endpoints.clone(), Some(options));
+        match &config.tls {
+            Some(tls) => {
+                if let Some(plain) = config.endpoints.iter().find(|e| has_scheme(e, "http://")) {
+                    return Err(tls_problem(&format!(
+                        "TLS is configured but endpoint {plain} is not https://"
+                    )));
+                }
+                options = options.with_tls(tls.to_options(config.dial_timeout)?);
+            }
+            None => {
+                if let Some(secure) = config.endpoints.iter().find(|e| has_scheme(e, "https://")) {
+                    return Err(tls_problem(&format!(
+                        "endpoint {secure} is https:// but no CA certificate is configured"
+                    )));
+                }
+            }
+        }
+        let check_now = config.tls.is_some();
+        let connect = async {
+            let client = Client::connect(config.endpoints.clone(), Some(options)).await?;
+            if check_now {
+                client.clone().status().await?;
+            }
+            Ok::<_, etcd_client::Error>(client)
+        };
         let inner = match tokio::time::timeout(config.dial_timeout, connect).await {
             Ok(Ok(client)) => client,
             Ok(Err(source)) => {
-                return Err(ConnectError::Connect {
-                    endpoints: config.endpoints.join(","),
-                    source: Box::new(source),
-                });
+                let user = config.credentials.as_ref().map(|(user, _)| user.as_str());
+                return Err(connect_error(endpoints, user, config.tls.is_some(), source));
             }
             Err(_) => {
                 return Err(ConnectError::DialTimeout {
-                    endpoints: config.endpoints.join(","),
+                    endpoints,
                     timeout: config.dial_timeout,
                 });
             }
@@ -119,5 +298,163 @@ impl EtcdClient {
     /// The endpoints this client was given.
     pub fn endpoints(&self) -> &[String] {
         &self.endpoints
+    }
+}
+
+/// Whether the endpoint starts with `scheme` (any case). Endpoints without a scheme
+/// are `https://` with TLS and `http://` without, as etcd-client reads them.
+fn has_scheme(endpoint: &str, scheme: &str) -> bool {
+    endpoint
+        .get(..scheme.len())
+        .is_some_and(|start| start.eq_ignore_ascii_case(scheme))
+}
+
+/// Says which part of connecting failed: etcd's certificate, the client certificate,
+/// the TLS handshake otherwise, the credentials, or the connection.
+fn connect_error(
+    endpoints: String,
+    user: Option<&str>,
+    tls: bool,
+    source: etcd_client::Error,
+) -> ConnectError {
+    if let (Some(user), etcd_client::Error::GRpcStatus(status)) = (user, &source) {
+        if status.code() == tonic::Code::InvalidArgument
+            && status.message().contains("authentication failed")
+        {
+            return ConnectError::AuthenticationFailed {
+                endpoints,
+                user: user.to_owned(),
+                detail: status.message().to_owned(),
+            };
+        }
+    }
+    let detail = describe(&source);
+    let lower = detail.to_ascii_lowercase();
+    let has = |needles: &[&str]| needles.iter().any(|n| lower.contains(n));
+    if has(&[
+        "invalid peer certificate",
+        "unknownissuer",
+        "notvalidforname",
+    ]) {
+        return ConnectError::ServerCertificateRejected { endpoints, detail };
+    }
+    if has(&[
+        "alert: certificaterequired",
+        "alert: badcertificate",
+        "alert: unknownca",
+        "alert: certificateunknown",
+        "alert: unsupportedcertificate",
+        "alert: accessdenied",
+    ]) {
+        return ConnectError::ClientCertificateRejected { endpoints, detail };
+    }
+    if tls && has(&["broken pipe", "connection closed", "connection reset"]) {
+        // In TLS 1.3 the client's side of the handshake ends before etcd checks the
+        // client certificate; etcd's alert then races with it closing the connection,
+        // and often only the closed connection is seen.
+        return ConnectError::ClientCertificateRejected {
+            endpoints,
+            detail: format!(
+                "etcd closed the connection right after the TLS handshake, as it does when \
+                 it refuses the client certificate ({detail})"
+            ),
+        };
+    }
+    if has(&["tls", "handshake", "certificate"]) {
+        return ConnectError::Tls { endpoints, detail };
+    }
+    ConnectError::Connect {
+        endpoints,
+        source: Box::new(source),
+    }
+}
+
+/// An etcd client error in few words: gRPC's message, then each underlying cause once.
+fn describe(error: &etcd_client::Error) -> String {
+    let (mut text, mut source) = match error {
+        etcd_client::Error::GRpcStatus(status) => (
+            status.message().to_owned(),
+            std::error::Error::source(status),
+        ),
+        other => (other.to_string(), std::error::Error::source(other)),
+    };
+    while let Some(cause) = source {
+        let message = cause.to_string();
+        if !text.contains(&message) {
+            text.push_str(": ");
+            text.push_str(&message);
+        }
+        source = cause.source();
+    }
+    text
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn debug_output_redacts_the_password_and_the_key() {
+        let config = ClientConfig {
+            credentials: Some(("root".into(), "hunter2-password".into())),
+            tls: Some(
+                TlsConfig::with_ca_pem("-----BEGIN CERTIFICATE-----\nca\n")
+                    .client_identity("cert", "-----BEGIN PRIVATE KEY-----\nsecret-key-bytes\n"),
+            ),
+            ..ClientConfig::new(["https://127.0.0.1:2379"])
+        };
+        let debug = format!("{config:?} {config:#?}");
+        assert!(!debug.contains("hunter2"), "{debug}");
+        assert!(!debug.contains("secret-key-bytes"), "{debug}");
+        assert!(debug.contains("root"), "{debug}");
+        assert!(debug.contains("<redacted>"), "{debug}");
+    }
+
+    #[test]
+    fn tls_files_come_in_pairs() {
+        let dir = tempfile::tempdir().unwrap();
+        let cert = dir.path().join("cert.pem");
+        std::fs::write(&cert, "x").unwrap();
+        assert!(TlsConfig::from_files(None, None, None).unwrap().is_none());
+        let err = TlsConfig::from_files(None, Some(&cert), None).unwrap_err();
+        assert!(matches!(err, ConnectError::TlsConfig { .. }), "{err}");
+        let err = TlsConfig::from_files(None, None, Some(&cert)).unwrap_err();
+        assert!(matches!(err, ConnectError::TlsConfig { .. }), "{err}");
+        let missing = dir.path().join("missing.pem");
+        let err = TlsConfig::from_files(Some(&missing), None, None).unwrap_err();
+        assert!(
+            err.to_string().contains("CA certificate") && err.to_string().contains("missing.pem"),
+            "{err}"
+        );
+    }
+
+    #[tokio::test]
+    async fn tls_and_endpoints_must_agree() {
+        let tls = TlsConfig::with_ca_pem("-----BEGIN CERTIFICATE-----\n");
+        let err = EtcdClient::connect(&ClientConfig {
+            tls: Some(tls),
+            ..ClientConfig::new(["http://127.0.0.1:1"])
+        })
+        .await
+        .unwrap_err();
+        assert!(err.to_string().contains("not https://"), "{err}");
+        let err = EtcdClient::connect(&ClientConfig::new(["https://127.0.0.1:1"]))
+            .await
+            .unwrap_err();
+        assert!(err.to_string().contains("no CA certificate"), "{err}");
+        let err = EtcdClient::connect(&ClientConfig {
+            tls: Some(TlsConfig::default()),
+            ..ClientConfig::new(["https://127.0.0.1:1"])
+        })
+        .await
+        .unwrap_err();
+        assert!(err.to_string().contains("no CA certificate"), "{err}");
+        let err = EtcdClient::connect(&ClientConfig {
+            tls: Some(TlsConfig::with_ca_pem("not pem")),
+            ..ClientConfig::new(["https://127.0.0.1:1"])
+        })
+        .await
+        .unwrap_err();
+        assert!(err.to_string().contains("no PEM certificate"), "{err}");
     }
 }

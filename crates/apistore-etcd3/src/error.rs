@@ -1,5 +1,6 @@
 //! Turning etcd client errors into storage errors, and the errors of connecting.
 
+use std::path::PathBuf;
 use std::time::Duration;
 
 use apistore_storage::{BoxError, StorageError};
@@ -27,6 +28,68 @@ pub enum ConnectError {
         /// The client's error.
         #[source]
         source: BoxError,
+    },
+    /// A TLS file (CA, client certificate or key) could not be read.
+    #[error("cannot read the etcd TLS {what} file {}: {source}", path.display())]
+    ReadTlsFile {
+        /// Which file: `CA certificate`, `client certificate` or `client key`.
+        what: &'static str,
+        /// The file.
+        path: PathBuf,
+        /// Why it could not be read.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The TLS configuration is unusable: no CA, a certificate without its key, or PEM
+    /// that does not parse.
+    #[error("unusable etcd TLS configuration: {problem}")]
+    TlsConfig {
+        /// What is wrong.
+        problem: String,
+    },
+    /// etcd's serving certificate is not trusted: it is not signed by the configured
+    /// CA, or does not name the endpoint's host.
+    #[error(
+        "TLS handshake with etcd at {endpoints} failed: etcd's certificate is not trusted \
+         (is the CA certificate the one that signed etcd's, and does it name the host?): {detail}"
+    )]
+    ServerCertificateRejected {
+        /// The endpoints tried.
+        endpoints: String,
+        /// The TLS library's words.
+        detail: String,
+    },
+    /// etcd requires a client certificate (mutual TLS) and none was given, or it refused
+    /// the one given.
+    #[error(
+        "TLS handshake with etcd at {endpoints} failed: etcd requires a client certificate \
+         it trusts (mutual TLS: give a client certificate and key signed by a CA etcd \
+         trusts): {detail}"
+    )]
+    ClientCertificateRejected {
+        /// The endpoints tried.
+        endpoints: String,
+        /// The TLS library's words.
+        detail: String,
+    },
+    /// The TLS handshake failed otherwise (for example an `https://` endpoint that
+    /// serves plain HTTP).
+    #[error("TLS handshake with etcd at {endpoints} failed (does etcd serve TLS there?): {detail}")]
+    Tls {
+        /// The endpoints tried.
+        endpoints: String,
+        /// The TLS library's words.
+        detail: String,
+    },
+    /// etcd refused the user name or password.
+    #[error("etcd at {endpoints} refused the user name or password of user {user:?}: {detail}")]
+    AuthenticationFailed {
+        /// The endpoints tried.
+        endpoints: String,
+        /// The user name (never the password).
+        user: String,
+        /// etcd's words.
+        detail: String,
     },
 }
 

@@ -137,6 +137,74 @@ mod tests {
         }
     }
 
+    mod hostile {
+        use super::*;
+        use proptest::prelude::*;
+
+        /// Keys built mostly of the characters that matter (`/`, `.`), with some of
+        /// everything else.
+        fn keys() -> impl Strategy<Value = String> {
+            prop_oneof![
+                "[/.a]{0,12}",
+                "[/.a\\\\\\x00-\\x1f]{0,16}",
+                any::<String>(),
+                proptest::collection::vec(prop_oneof!["\\.", "\\.\\.", "a", "", "é"], 0..6)
+                    .prop_map(|segments| segments.join("/")),
+            ]
+        }
+
+        fn has_dot_segment(path: &str) -> bool {
+            path.split('/')
+                .any(|segment| segment == "." || segment == "..")
+        }
+
+        proptest! {
+            #![proptest_config(ProptestConfig::with_cases(1024))]
+
+            /// Any key is accepted or refused, never a panic; an accepted key stays under
+            /// the prefix and has no `.` or `..` segment; a refused one is named as given.
+            #[test]
+            fn prepared_keys_stay_under_the_prefix(prefix in keys(), key in keys()) {
+                let path_prefix = path_prefix(&prefix);
+                match prepare_key(&path_prefix, &key) {
+                    Ok(prepared) => {
+                        prop_assert!(prepared.starts_with(&path_prefix), "{prepared:?}");
+                        prop_assert!(!has_dot_segment(&prepared), "{prepared:?}");
+                        prop_assert!(!prepared.contains("/./") && !prepared.contains("/../"));
+                        let rest = key.strip_prefix('/').unwrap_or(&key);
+                        prop_assert_eq!(&prepared[path_prefix.len()..], rest);
+                    }
+                    Err(err) => {
+                        prop_assert_eq!(err.key(), key.as_str());
+                        prop_assert!(key.is_empty() || key == "/" || has_dot_segment(&key), "{key:?}: {err}");
+                    }
+                }
+            }
+
+            /// A configured prefix of any shape becomes `/`…`/` with no `.`, `..` or
+            /// empty segments.
+            #[test]
+            fn path_prefixes_are_clean(prefix in keys()) {
+                let cleaned = path_prefix(&prefix);
+                prop_assert!(cleaned.starts_with('/') && cleaned.ends_with('/'), "{cleaned:?}");
+                prop_assert!(!has_dot_segment(&cleaned), "{cleaned:?}");
+                prop_assert!(cleaned == "/" || !cleaned.contains("//"), "{cleaned:?}");
+            }
+
+            /// The range end is past every key with the prefix.
+            #[test]
+            fn prefix_range_end_bounds_every_extension(
+                prefix in proptest::collection::vec(any::<u8>(), 1..8),
+                tail in proptest::collection::vec(any::<u8>(), 0..8),
+            ) {
+                let end = prefix_range_end(&prefix);
+                let mut key = prefix;
+                key.extend_from_slice(&tail);
+                prop_assert!(end == [0] || key < end, "{key:?} !< {end:?}");
+            }
+        }
+    }
+
     #[test]
     fn prefix_range_end_increments_the_last_byte() {
         assert_eq!(prefix_range_end(b"/a/"), b"/a0".to_vec());

@@ -126,6 +126,12 @@ pub struct EtcdOptions {
     pub extra_args: Vec<String>,
     /// How long to wait for `/health` after each start; 20 seconds by default.
     pub startup_timeout: Duration,
+    /// Serve clients over TLS ([`EtcdServer`] only, not clusters): the client URL is
+    /// `https://`, the certificate flags (`--cert-file`, `--key-file`,
+    /// `--trusted-ca-file`, `--client-cert-auth`) come in [`Self::extra_args`], and
+    /// `/health` is probed over plain HTTP on a metrics listener
+    /// (`--listen-metrics-urls`) on a third loopback port. Off by default.
+    pub client_tls: bool,
 }
 
 impl Default for EtcdOptions {
@@ -135,6 +141,7 @@ impl Default for EtcdOptions {
             progress_notify_interval: None,
             extra_args: Vec::new(),
             startup_timeout: Duration::from_secs(20),
+            client_tls: false,
         }
     }
 }
@@ -149,6 +156,8 @@ pub struct EtcdServer {
     args: Vec<OsString>,
     log: PathBuf,
     startup_timeout: Duration,
+    /// The plain-HTTP metrics port `/health` is probed on when clients use TLS.
+    metrics_port: Option<u16>,
     process: Option<Running>,
     // Declared last: dropped after the process is gone.
     dir: TempDir,
@@ -171,14 +180,20 @@ impl EtcdServer {
         let data_dir = dir.path().join("data");
 
         for _ in 0..PORT_ATTEMPTS {
-            let ports = process::free_loopback_ports(2)?;
+            let ports = process::free_loopback_ports(if options.client_tls { 3 } else { 2 })?;
             let member = MemberSpec {
                 name: options.name.clone(),
                 client_port: ports[0],
                 peer_port: ports[1],
                 data_dir: data_dir.clone(),
             };
-            let args = member.args(&member.initial_cluster_entry(), CLUSTER_TOKEN, &options);
+            let mut args = member.args(&member.initial_cluster_entry(), CLUSTER_TOKEN, &options);
+            let metrics_port = options.client_tls.then(|| ports[2]);
+            if let Some(metrics_port) = metrics_port {
+                // Before the caller's flags, which still win.
+                let at = args.len() - options.extra_args.len();
+                args.splice(at..at, process::tls_client_args(&member, metrics_port));
+            }
             // A failed attempt may have recorded its peer URL in the data directory.
             if data_dir.exists() {
                 fs::remove_dir_all(&data_dir)
@@ -200,6 +215,7 @@ impl EtcdServer {
                         args,
                         log,
                         startup_timeout: options.startup_timeout,
+                        metrics_port,
                         process: Some(running),
                         dir,
                     });
@@ -215,9 +231,14 @@ impl EtcdServer {
         })
     }
 
-    /// The client URL, e.g. `http://127.0.0.1:41237`.
+    /// The client URL, e.g. `http://127.0.0.1:41237` (`https://` with
+    /// [`EtcdOptions::client_tls`]).
     pub fn endpoint(&self) -> String {
-        self.member.client_url()
+        if self.metrics_port.is_some() {
+            format!("https://127.0.0.1:{}", self.member.client_port)
+        } else {
+            self.member.client_url()
+        }
     }
 
     /// The peer URL, e.g. `http://127.0.0.1:41238`.
@@ -248,7 +269,7 @@ impl EtcdServer {
 
     /// Whether etcd answers `/health` with `"health":"true"` right now.
     pub fn is_healthy(&self) -> bool {
-        process::probe_health(self.member.client_port)
+        process::probe_health(self.metrics_port.unwrap_or(self.member.client_port))
     }
 
     /// Stops etcd gracefully (SIGTERM, then SIGKILL after 10 seconds), keeping its data.

@@ -6,7 +6,7 @@ use std::time::Duration;
 use std::path::PathBuf;
 use std::time::Duration as StdDuration;
 
-use apistore_etcd3::{ClientConfig, ConnectError, Etcd3Store, EtcdClient, StoreConfig};
+use apistore_etcd3::{ClientConfig, ConnectError, Etcd3Store, EtcdClient, StoreConfig, TlsConfig};
 use apistore_storage::{ApiObject, Codec, DynamicObject, JsonCodec};
 use apistore_telemetry::{StorageMetrics, TelemetryError};
 use apistore_value::config::{ConfigError, EncryptionConfig};
@@ -96,6 +96,14 @@ impl ApiStoreBuilder {
     /// etcd user name and password.
     pub fn credentials(mut self, user: impl Into<String>, password: impl Into<String>) -> Self {
         self.client.credentials = Some((user.into(), password.into()));
+        self
+    }
+
+    /// TLS to etcd (kube-apiserver's `--etcd-cafile`, `--etcd-certfile`,
+    /// `--etcd-keyfile`); the endpoints must then be `https://`. A wrong CA or a refused
+    /// client certificate fails [`Self::build`], saying which.
+    pub fn tls(mut self, tls: TlsConfig) -> Self {
+        self.client.tls = Some(tls);
         self
     }
 

@@ -25,7 +25,7 @@ pub use rewrite::{RewriteSummary, rewrite_stale};
 
 #[doc(inline)]
 pub use apistore_etcd3::{
-    ClientConfig, ConnectError, Etcd3Store, EtcdClient, LeaseManagerConfig, StoreConfig,
+    ClientConfig, ConnectError, Etcd3Store, EtcdClient, LeaseManagerConfig, StoreConfig, TlsConfig,
 };
 #[doc(inline)]
 pub use apistore_storage::*;

@@ -126,6 +126,29 @@ impl MemberSpec {
     }
 }
 
+/// The flags that move a member's client URLs to `https://` and open a plain-HTTP
+/// metrics listener on `metrics_port`, where `/health` can be probed without TLS (etcd
+/// serves `/health` there too). The certificate flags are the caller's.
+pub(crate) fn tls_client_args(member: &MemberSpec, metrics_port: u16) -> Vec<OsString> {
+    let client_url = format!("https://127.0.0.1:{}", member.client_port);
+    vec![
+        format!("--listen-client-urls={client_url}").into(),
+        format!("--advertise-client-urls={client_url}").into(),
+        format!("--listen-metrics-urls=http://127.0.0.1:{metrics_port}").into(),
+    ]
+}
+
+/// The port to probe `/health` on: a plain-HTTP loopback metrics listener when the
+/// arguments open one (the last such flag wins, as in etcd), else the client port.
+pub(crate) fn health_port(member: &MemberSpec, args: &[OsString]) -> u16 {
+    args.iter()
+        .rev()
+        .filter_map(|arg| arg.to_str())
+        .find_map(|arg| arg.strip_prefix("--listen-metrics-urls=http://127.0.0.1:"))
+        .and_then(|port| port.trim_end_matches('/').parse().ok())
+        .unwrap_or(member.client_port)
+}
+
 /// A duration the way Go's `time.ParseDuration` (etcd's flag parser) reads it.
 pub(crate) fn go_duration(duration: Duration) -> String {
     if duration.subsec_nanos() % 1_000_000 == 0 {
@@ -302,6 +325,7 @@ pub(crate) fn launch(spec: &LaunchSpec<'_>) -> Result<Running, LaunchError> {
     let mut running = Running { child, watchdog };
 
     let endpoint = spec.member.client_url();
+    let health_port = health_port(spec.member, spec.args);
     let started = Instant::now();
     loop {
         match running.child.try_wait() {
@@ -326,7 +350,7 @@ pub(crate) fn launch(spec: &LaunchSpec<'_>) -> Result<Running, LaunchError> {
                 return Err(FixtureError::io("poll the etcd process", e).into());
             }
         }
-        if probe_health(spec.member.client_port) {
+        if probe_health(health_port) {
             return Ok(running);
         }
         if started.elapsed() >= spec.startup_timeout {
@@ -441,6 +465,31 @@ mod tests {
                 "--snapshot-count=5",
             ]
         );
+    }
+
+    #[test]
+    fn tls_clients_are_probed_on_the_metrics_listener() {
+        let member = MemberSpec {
+            name: "m1".into(),
+            client_port: 1111,
+            peer_port: 2222,
+            data_dir: PathBuf::from("/tmp/x/data"),
+        };
+        let args = tls_client_args(&member, 3333);
+        let args_text: Vec<String> = args
+            .iter()
+            .map(|a| a.to_string_lossy().into_owned())
+            .collect();
+        assert_eq!(
+            args_text,
+            [
+                "--listen-client-urls=https://127.0.0.1:1111",
+                "--advertise-client-urls=https://127.0.0.1:1111",
+                "--listen-metrics-urls=http://127.0.0.1:3333",
+            ]
+        );
+        assert_eq!(health_port(&member, &args), 3333);
+        assert_eq!(health_port(&member, &[]), 1111);
     }
 
     #[test]
