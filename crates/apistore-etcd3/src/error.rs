@@ -101,10 +101,18 @@ pub(crate) fn from_etcd(key: &str, err: etcd_client::Error) -> StorageError {
     use etcd_client::Error as E;
     match err {
         E::GRpcStatus(status) => match status.code() {
+            // A connection that broke mid-request surfaces as `Unknown: transport error`:
+            // etcd was lost, the request's fate is unknown, as with `Unavailable`.
             tonic::Code::Unavailable => StorageError::Unreachable {
                 key: key.to_owned(),
                 source: Box::new(E::GRpcStatus(status)),
             },
+            tonic::Code::Unknown if status.message().contains("transport error") => {
+                StorageError::Unreachable {
+                    key: key.to_owned(),
+                    source: Box::new(E::GRpcStatus(status)),
+                }
+            }
             tonic::Code::DeadlineExceeded | tonic::Code::Cancelled => StorageError::Timeout {
                 key: key.to_owned(),
                 message: status.message().to_owned(),
