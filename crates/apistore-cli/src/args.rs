@@ -98,6 +98,8 @@ pub(crate) enum OutputFormat {
     Json,
     /// YAML.
     Yaml,
+    /// A table: name, namespace, resourceVersion, creation time.
+    Table,
 }
 
 #[derive(Debug, Subcommand)]
@@ -151,6 +153,14 @@ pub(crate) enum Command {
         /// The prefix, relative to the store prefix.
         #[arg(value_name = "PREFIX")]
         key_prefix: String,
+    },
+    /// Print a shell completion script (bash, zsh, fish, elvish, powershell).
+    #[command(
+        after_help = "Example:\n  apistore completions bash > /etc/bash_completion.d/apistore"
+    )]
+    Completions {
+        /// The shell.
+        shell: clap_complete::Shell,
     },
     /// Encryption at rest: re-encrypt stale values after a key rotation.
     #[command(subcommand)]

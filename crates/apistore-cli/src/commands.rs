@@ -61,6 +61,15 @@ impl CliError {
 }
 
 pub(crate) async fn run(cli: Cli) -> Result<(), CliError> {
+    if let Command::Completions { shell } = cli.command {
+        // Needs no etcd.
+        let mut command = <Cli as clap::CommandFactory>::command();
+        // Into a buffer first: the generator panics if its writer fails (a closed pipe).
+        let mut script = Vec::new();
+        clap_complete::generate(shell, &mut command, "apistore", &mut script);
+        return std::io::Write::write_all(&mut std::io::stdout().lock(), &script)
+            .map_err(|e| CliError::Output(format!("cannot write the completion script: {e}")));
+    }
     let registry = cli
         .global
         .metrics_out
@@ -87,6 +96,8 @@ async fn run_command(
     let api = connect(global, registry).await?;
     let format = global.output;
     match command {
+        // Handled before connecting.
+        Command::Completions { .. } => Ok(()),
         Command::Create { key, file } => {
             let object = read_object(&file)?;
             let store = api.dynamic_store(resource_of(&key)?);
