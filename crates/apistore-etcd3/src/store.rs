@@ -92,6 +92,10 @@ pub struct Etcd3Store<T> {
     pub(crate) watch: WatchSettings,
 }
 
+/// The largest etcd response accepted, as kube-apiserver's `MaxCallRecvMsgSize`
+/// (`math.MaxInt32`).
+pub(crate) const MAX_RESPONSE_BYTES: usize = i32::MAX as usize;
+
 /// Whether an etcd call failed before any request left the client (the connection
 /// was refused), so that repeating it, even a write, cannot apply it twice.
 fn never_reached_etcd(err: &etcd_client::Error) -> bool {
@@ -220,7 +224,12 @@ where
     }
 
     pub(crate) fn kv(&self) -> KvClient {
-        self.client.inner.kv_client()
+        // gRPC's default 4 MiB receive limit would fail a list of a few thousand
+        // objects; kube-apiserver's client allows responses up to 2 GiB.
+        self.client
+            .inner
+            .kv_client()
+            .max_decoding_message_size(MAX_RESPONSE_BYTES)
     }
 
     /// Runs one etcd KV request with the store's timeout, metrics and error mapping.

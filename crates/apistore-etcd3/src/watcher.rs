@@ -73,7 +73,12 @@ pub(crate) struct WatchSettings {
 impl WatchSettings {
     pub(crate) fn new(client: &EtcdClient, watch_list: bool) -> Self {
         Self {
-            hub: Arc::new(WatchHub::new(client.inner.watch_client())),
+            hub: Arc::new(WatchHub::new(
+                client
+                    .inner
+                    .watch_client()
+                    .max_decoding_message_size(crate::store::MAX_RESPONSE_BYTES),
+            )),
             watch_list,
             sync_page_size: SYNC_PAGE_SIZE,
             after_sync_page: None,
