@@ -1,0 +1,313 @@
+//! `cargo xtask bench [--quick]`: apistore's etcd3 store against a raw etcd-client
+//! baseline doing the same etcd work, side by side in one run.
+//!
+//! The harness starts its own etcd (`APISTORE_ETCD_BIN`), then for every workload runs
+//! arm A and arm B alternately, round after round, and reports per workload the
+//! throughput, p50 and p99 latency, the bench process's CPU per operation, etcd's CPU
+//! per operation, and the median of the per-round ratios A/B; then the issue's targets
+//! with PASS or MISS. The report goes to the terminal and, for a full run, into
+//! `docs/benchmarks.md` between two markers (the analysis around them is kept).
+//!
+//! Workloads: create, get, guaranteed update and delete at 1 and 16 callers (src/crud.rs);
+//! lists of 10,000 objects, whole and in pages (src/list.rs); a watcher over 20,000
+//! writes and 1,000 idle watches (src/watch.rs); AES-GCM against identity and telemetry
+//! on against off (both arms apistore). The baseline is src/raw.rs.
+//!
+//! Options (after `--` when run through cargo):
+//! - `--quick`: fewer rounds and shorter runs (under two minutes); the report is printed
+//!   but docs/benchmarks.md is left alone;
+//! - `--only NAME` (repeatable): only the workloads whose names contain one of the
+//!   NAMEs (`create`, `get, 16`, `list whole`, `watch`, `idle`, `aes`, `aes get`,
+//!   `telemetry`, `telemetry create`...), for profiling;
+//! - `--arm apistore|raw`: run only arm A or only arm B, for profiling (no report);
+//! - `--report PATH`: write the report to PATH; `--no-report`: write no file.
+
+mod alloc;
+mod bench;
+mod cpu;
+mod crud;
+mod driver;
+mod error;
+mod list;
+mod machine;
+mod object;
+mod raw;
+mod report;
+mod settings;
+mod stats;
+mod telemetry;
+mod watch;
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::time::Instant;
+
+use apistore_etcd3::Etcd3Store;
+use apistore_telemetry::StorageMetrics;
+use apistore_testing::etcd::{EtcdOptions, EtcdServer};
+use apistore_value::EncryptionConfig;
+
+use crate::bench::{Backend, Bench};
+use crate::crud::{Arm, Crud, pool_names, workload_name};
+use crate::error::{BenchError, Result};
+use crate::machine::RunInfo;
+use crate::object::RESOURCE;
+use crate::report::Report;
+use crate::settings::Settings;
+use crate::stats::{Comparison, Section};
+use crate::telemetry::{Tracing, traced_request_context};
+
+#[global_allocator]
+static ALLOCATOR: alloc::CountingAllocator = alloc::CountingAllocator;
+
+/// The encryption configuration of the AES-GCM arm: kube's `aesgcm` provider with one
+/// key, then identity to read plain data, as an operator would write it.
+const ENCRYPTION_CONFIG: &str = r#"
+apiVersion: apiserver.config.k8s.io/v1
+kind: EncryptionConfiguration
+resources:
+  - resources: [benchobjects]
+    providers:
+      - aesgcm:
+          keys:
+            - name: key1
+              secret: dGhpcyBpcyBhIDMyIGJ5dGUga2V5IGZvciBiZW5jaCE=
+      - identity: {}
+"#;
+
+/// Where the report goes.
+#[derive(Debug)]
+enum ReportTarget {
+    /// docs/benchmarks.md of this workspace (full runs only).
+    Default,
+    /// A path given with `--report`.
+    Path(PathBuf),
+    /// Nowhere but the terminal.
+    None,
+}
+
+fn main() -> ExitCode {
+    match parse_args(std::env::args().skip(1)).and_then(|(settings, target)| run(settings, target))
+    {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(err) => {
+            eprintln!("apistore-bench: {err}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn parse_args(args: impl Iterator<Item = String>) -> Result<(Settings, ReportTarget)> {
+    let args: Vec<String> = args.collect();
+    let mut settings = if args.iter().any(|a| a == "--quick") {
+        Settings::quick()
+    } else {
+        Settings::full()
+    };
+    let mut target = ReportTarget::Default;
+    let mut args = args.into_iter();
+    while let Some(arg) = args.next() {
+        let mut value = |flag: &str| {
+            args.next()
+                .ok_or_else(|| BenchError::Invalid(format!("{flag} needs a value")))
+        };
+        match arg.as_str() {
+            "--quick" => {}
+            "--only" => settings.only.push(value("--only")?),
+            "--arm" => {
+                settings.single_arm = Some(match value("--arm")?.as_str() {
+                    "apistore" | "a" | "A" => 0,
+                    "raw" | "b" | "B" => 1,
+                    other => {
+                        return Err(BenchError::Invalid(format!(
+                            "--arm takes apistore or raw, not {other}"
+                        )));
+                    }
+                });
+            }
+            "--report" => target = ReportTarget::Path(PathBuf::from(value("--report")?)),
+            "--no-report" => target = ReportTarget::None,
+            other => {
+                return Err(BenchError::Invalid(format!(
+                    "unknown argument {other}; see the top of crates/apistore-bench/src/main.rs"
+                )));
+            }
+        }
+    }
+    Ok((settings, target))
+}
+
+fn run(settings: Settings, target: ReportTarget) -> Result<()> {
+    let started = Instant::now();
+    let load_before = machine::load_average();
+    println!("apistore-bench: starting etcd");
+    let etcd = EtcdServer::start(EtcdOptions::default())?;
+    let info = RunInfo::gather(etcd.binary(), &settings);
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .map_err(|source| BenchError::Io {
+            what: "start the tokio runtime".to_owned(),
+            source,
+        })?;
+    let profiling = settings.single_arm.is_some();
+    let quick = settings.quick;
+    let (comparisons, notes) = runtime.block_on(async {
+        let bench = Bench::connect(&etcd, settings).await?;
+        run_workloads(&bench).await
+    })?;
+    drop(runtime);
+    drop(etcd);
+
+    let mut report = Report {
+        info,
+        comparisons,
+        notes,
+    };
+    report.notes.push(format!(
+        "the run took {:.0} s; load average (1, 5, 15 min) before: {load_before}, after: {} \
+         (on {} cores: more than that means other processes competed for the CPU)",
+        started.elapsed().as_secs_f64(),
+        machine::load_average(),
+        std::thread::available_parallelism().map_or(0, usize::from),
+    ));
+    let markdown = report.markdown();
+    println!("\n{markdown}");
+    if profiling {
+        println!("(--arm: profiling run, no report written)");
+        return Ok(());
+    }
+    let path = match target {
+        ReportTarget::None => return Ok(()),
+        ReportTarget::Path(path) => path,
+        ReportTarget::Default if quick => {
+            println!("(--quick: docs/benchmarks.md is left as it is; the full run writes it)");
+            return Ok(());
+        }
+        ReportTarget::Default => {
+            PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../docs/benchmarks.md")
+        }
+    };
+    report.write_doc(&path)?;
+    println!("report written to {}", path.display());
+    Ok(())
+}
+
+async fn run_workloads(bench: &Bench) -> Result<(Vec<Comparison>, Vec<String>)> {
+    let mut comparisons = Vec::new();
+    let mut notes = Vec::new();
+    let settings = &bench.settings;
+    let section_started = Instant::now();
+    let pool = "pool";
+    let raw = Backend::Raw(Arc::clone(&bench.raw));
+    let store = Backend::Store(Arc::clone(&bench.store));
+
+    println!("crud: apistore against raw etcd-client");
+    bench
+        .fill(pool, pool_names(settings.pool_size), &raw)
+        .await?;
+    let arms = [
+        Arm::plain("apistore", store.clone(), pool),
+        Arm::plain("raw", raw.clone(), pool),
+    ];
+    for op in [Crud::Create, Crud::Get, Crud::Update, Crud::Delete] {
+        for callers in [1, 16] {
+            if settings.selected(&workload_name(op, callers)) {
+                comparisons.push(
+                    bench
+                        .compare_crud(Section::Crud, op, callers, &arms)
+                        .await?,
+                );
+            }
+        }
+    }
+    println!("  ({:.0} s)", section_started.elapsed().as_secs_f64());
+
+    let section_started = Instant::now();
+    if settings.selected("list whole") || settings.selected("list pages of 500") {
+        println!("list: apistore against raw etcd-client");
+        comparisons.extend(bench.list_section().await?);
+        println!("  ({:.0} s)", section_started.elapsed().as_secs_f64());
+    }
+
+    let section_started = Instant::now();
+    if settings.selected("watch") || settings.selected("idle") {
+        println!("watch: apistore against raw etcd-client");
+        comparisons.extend(bench.watch_section().await?);
+        println!("  ({:.0} s)", section_started.elapsed().as_secs_f64());
+    }
+
+    let section_started = Instant::now();
+    let aes_ops: Vec<Crud> = [Crud::Create, Crud::Get]
+        .into_iter()
+        .filter(|op| settings.selected(&format!("aes {}", workload_name(*op, 16))))
+        .collect();
+    if !aes_ops.is_empty() {
+        println!("aes: apistore with AES-GCM against apistore with identity");
+        let config = EncryptionConfig::parse(ENCRYPTION_CONFIG)?;
+        let aes = Backend::Store(Arc::new(
+            Etcd3Store::new(bench.client.clone(), Bench::store_config())
+                .with_transformer(config.transformer_for(RESOURCE)),
+        ));
+        let aes_pool = "pool-aes";
+        bench
+            .fill(aes_pool, pool_names(settings.pool_size), &aes)
+            .await?;
+        let arms = [
+            Arm::plain("aes-gcm", aes, aes_pool),
+            Arm::plain("identity", store.clone(), pool),
+        ];
+        for op in aes_ops {
+            comparisons.push(
+                bench
+                    .compare_crud(Section::Encryption, op, 16, &arms)
+                    .await?,
+            );
+        }
+        println!("  ({:.0} s)", section_started.elapsed().as_secs_f64());
+    }
+
+    let section_started = Instant::now();
+    let telemetry_ops: Vec<Crud> = [Crud::Create, Crud::Get, Crud::Update]
+        .into_iter()
+        .filter(|op| settings.selected(&format!("telemetry {}", workload_name(*op, 16))))
+        .collect();
+    if !telemetry_ops.is_empty() {
+        println!("telemetry: apistore with metrics and tracing against apistore without");
+        let registry = prometheus::Registry::new();
+        let on_store = Backend::Store(Arc::new(
+            Etcd3Store::new(bench.client.clone(), Bench::store_config())
+                .with_metrics(StorageMetrics::register(&registry)?),
+        ));
+        let tracing = Tracing::install();
+        let context = traced_request_context();
+        let arms = [
+            Arm {
+                name: "on",
+                backend: on_store,
+                dispatch: Some(tracing.dispatch.clone()),
+                context: Some(context.clone()),
+                pool: pool.to_owned(),
+            },
+            Arm {
+                context: Some(context),
+                ..Arm::plain("off", store.clone(), pool)
+            },
+        ];
+        for op in telemetry_ops {
+            comparisons.push(
+                bench
+                    .compare_crud(Section::Telemetry, op, 16, &arms)
+                    .await?,
+            );
+        }
+        let families = registry.gather().len();
+        notes.push(format!(
+            "telemetry on: {} spans exported (and discarded), {families} metric families recorded",
+            tracing.spans_exported()
+        ));
+        println!("  ({:.0} s)", section_started.elapsed().as_secs_f64());
+    }
+    Ok((comparisons, notes))
+}
