@@ -16,6 +16,22 @@
 //! assert_eq!(created.metadata.resource_version, read.metadata.resource_version);
 //! # Ok(()) }
 //! ```
+//!
+//! The builder takes everything a deployment needs: endpoints, TLS and user
+//! authentication ([`ApiStoreBuilder::tls`], [`ApiStoreBuilder::credentials`]), the key
+//! prefix, a request timeout, an `EncryptionConfiguration` file, a metrics registry and
+//! a compaction interval. Stores come out typed: [`ApiStore::store`] for any type that
+//! implements [`ApiObject`] and serde (k8s-openapi types with the `k8s-openapi`
+//! feature), [`ApiStore::dynamic_store`] for [`DynamicObject`].
+//!
+//! # Feature flags
+//!
+//! - `k8s-openapi`: store k8s-openapi types directly, e.g.
+//!   `api.store::<k8s_openapi::api::core::v1::ConfigMap>("configmaps")`. Your
+//!   application picks the k8s-openapi version feature (`latest`, `v1_31`, ...).
+//!
+//! Encryption, metrics, tracing, compaction and TLS are always built; each is off until
+//! configured.
 
 mod builder;
 mod rewrite;
