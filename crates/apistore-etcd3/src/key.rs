@@ -49,7 +49,11 @@ pub(crate) fn prepare_key(path_prefix: &str, key: &str) -> Result<String> {
         });
     }
     let rest = key.strip_prefix('/').unwrap_or(key);
-    Ok(format!("{path_prefix}{rest}"))
+    // On every request's path: two pushes into one allocation, not a format.
+    let mut prepared = String::with_capacity(path_prefix.len() + rest.len());
+    prepared.push_str(path_prefix);
+    prepared.push_str(rest);
+    Ok(prepared)
 }
 
 /// The key with a trailing `/`, so that a recursive operation on `/a` sees `/a/b` but

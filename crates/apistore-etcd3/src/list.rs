@@ -149,7 +149,8 @@ where
                 }
                 let mod_revision = kv.mod_revision();
                 let (item_key, value) = kv.into_key_value();
-                let item_key_text = String::from_utf8_lossy(&item_key).into_owned();
+                // Borrowed for UTF-8 keys (all keys the store writes): no copy per item.
+                let item_key_text = String::from_utf8_lossy(&item_key);
                 let (data, _) = self.transform_from_storage(&item_key_text, Bytes::from(value))?;
                 let item = self.decode(&item_key_text, &data, mod_revision)?;
                 if predicate.matches(&item) {
