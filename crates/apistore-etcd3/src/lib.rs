@@ -14,7 +14,10 @@
 //! - a [`Compactor`] (or one [`SharedCompactor`] per cluster) keeps etcd's history to
 //!   one interval, coordinating with every other compactor on the same etcd;
 //! - a [`HealthChecker`] answers health and readiness from rate-limited reads of
-//!   `<prefix>/health`.
+//!   `<prefix>/health`;
+//! - pollers keep kube-apiserver's periodic figures, the object count per resource
+//!   ([`Etcd3Store::poll_object_count`]) and the database size
+//!   ([`EtcdClient::poll_storage_size`]).
 //!
 //! No etcd-client type appears in this crate's API: connect with [`EtcdClient`].
 //!
@@ -43,6 +46,7 @@ mod instrument;
 mod key;
 mod lease_manager;
 mod list;
+mod monitor;
 mod scan;
 mod store;
 mod update;
@@ -64,6 +68,10 @@ pub use health::{
     HealthError,
 };
 pub use lease_manager::LeaseManagerConfig;
+pub use monitor::{
+    DEFAULT_OBJECT_COUNT_POLL_INTERVAL, DEFAULT_STORAGE_SIZE_POLL_INTERVAL, PollError, PollHandle,
+    STORAGE_SIZE_TIMEOUT,
+};
 pub use store::{Etcd3Store, StoreConfig};
 pub use watcher::{SyncPageHook, next_event};
 

@@ -1,11 +1,13 @@
 //! One configuration in, ready stores out.
 
+use std::collections::HashMap;
 use std::path::PathBuf;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use apistore_etcd3::{
-    ClientConfig, ConnectError, Etcd3Store, EtcdClient, SharedCompactor, StoreConfig, TlsConfig,
+    ClientConfig, ConnectError, Etcd3Store, EtcdClient, PollError, PollHandle, SharedCompactor,
+    StoreConfig, TlsConfig,
 };
 use apistore_storage::{ApiObject, Codec, DynamicObject, JsonCodec};
 use apistore_telemetry::{StorageMetrics, TelemetryError};
@@ -36,6 +38,9 @@ pub enum BuildError {
     /// The compactor could not be started.
     #[error("cannot start the compactor: {0}")]
     Compactor(#[source] apistore_storage::StorageError),
+    /// A poll interval was set without metrics to poll into, or is zero.
+    #[error("cannot poll storage figures: {0}")]
+    Poll(#[source] PollError),
 }
 
 /// Builds an [`ApiStore`]: endpoints, key prefix, timeouts, encryption, metrics.
@@ -47,6 +52,9 @@ pub struct ApiStoreBuilder {
     encryption: Option<EncryptionSource>,
     metrics: Option<StorageMetrics>,
     compaction_interval: Option<Duration>,
+    object_count_poll_interval: Option<Duration>,
+    storage_size_poll_interval: Option<Duration>,
+    storage_cluster_id: String,
 }
 
 #[derive(Debug)]
@@ -64,6 +72,9 @@ impl Default for ApiStoreBuilder {
             encryption: None,
             metrics: None,
             compaction_interval: None,
+            object_count_poll_interval: None,
+            storage_size_poll_interval: None,
+            storage_cluster_id: "etcd-0".to_owned(),
         }
     }
 }
@@ -146,8 +157,54 @@ impl ApiStoreBuilder {
         self
     }
 
+    /// Polls the object count of every resource a store is made for into
+    /// `apiserver_storage_objects` every `interval` (plus up to half of it again as
+    /// jitter; kube-apiserver's `--etcd-count-metric-poll-period` defaults to
+    /// [`DEFAULT_OBJECT_COUNT_POLL_INTERVAL`](apistore_etcd3::DEFAULT_OBJECT_COUNT_POLL_INTERVAL),
+    /// 1 minute). Off unless set; needs metrics. Each poll is one count request to etcd.
+    pub fn object_count_poll_interval(mut self, interval: Duration) -> Self {
+        self.object_count_poll_interval = Some(interval);
+        self
+    }
+
+    /// Polls etcd's database size into `apiserver_storage_size_bytes` every `interval`
+    /// (plus jitter; kube-apiserver uses
+    /// [`DEFAULT_STORAGE_SIZE_POLL_INTERVAL`](apistore_etcd3::DEFAULT_STORAGE_SIZE_POLL_INTERVAL),
+    /// 30 s). Off unless set; needs metrics.
+    pub fn storage_size_poll_interval(mut self, interval: Duration) -> Self {
+        self.storage_size_poll_interval = Some(interval);
+        self
+    }
+
+    /// The `storage_cluster_id` label of `apiserver_storage_size_bytes` (default
+    /// `etcd-0`, the id kube-apiserver gives its first storage backend).
+    pub fn storage_cluster_id(mut self, id: impl Into<String>) -> Self {
+        self.storage_cluster_id = id.into();
+        self
+    }
+
     /// Reads the encryption configuration and connects to etcd.
     pub async fn build(self) -> Result<ApiStore, BuildError> {
+        let polls =
+            self.object_count_poll_interval.is_some() || self.storage_size_poll_interval.is_some();
+        if polls && self.metrics.is_none() {
+            return Err(BuildError::Poll(PollError::NoMetrics {
+                resource: "any resource".to_owned(),
+            }));
+        }
+        for interval in [
+            self.object_count_poll_interval,
+            self.storage_size_poll_interval,
+        ]
+        .into_iter()
+        .flatten()
+        {
+            if interval.is_zero() {
+                return Err(BuildError::Poll(PollError::ZeroInterval {
+                    what: "storage figures",
+                }));
+            }
+        }
         let encryption = match self.encryption {
             None => None,
             Some(EncryptionSource::Config(config)) => Some(config),
@@ -169,6 +226,14 @@ impl ApiStoreBuilder {
             )),
             None => None,
         };
+        let size_poller = match (self.storage_size_poll_interval, &self.metrics) {
+            (Some(interval), Some(metrics)) => Some(
+                client
+                    .poll_storage_size(metrics.clone(), self.storage_cluster_id, interval)
+                    .map_err(BuildError::Poll)?,
+            ),
+            _ => None,
+        };
         Ok(ApiStore {
             client,
             prefix: self.prefix,
@@ -176,6 +241,11 @@ impl ApiStoreBuilder {
             encryption,
             metrics: self.metrics,
             _compactor: compactor,
+            pollers: Arc::new(Pollers {
+                object_count_interval: self.object_count_poll_interval,
+                object_counts: Mutex::default(),
+                _storage_size: size_poller,
+            }),
         })
     }
 }
@@ -210,6 +280,18 @@ pub struct ApiStore {
     metrics: Option<StorageMetrics>,
     /// Our share in the endpoints' compactor; it stops when the last share goes.
     _compactor: Option<Arc<SharedCompactor>>,
+    /// The periodic figures; they stop when the last clone of the `ApiStore` goes.
+    pollers: Arc<Pollers>,
+}
+
+/// The pollers of one [`ApiStore`].
+#[derive(Debug)]
+struct Pollers {
+    object_count_interval: Option<Duration>,
+    /// One per resource a store was made for, with the store it counts through (kept
+    /// here so that the poller lives as long as the `ApiStore`, not the caller's store).
+    object_counts: Mutex<HashMap<String, (Etcd3Store<DynamicObject>, PollHandle)>>,
+    _storage_size: Option<PollHandle>,
 }
 
 impl ApiStore {
@@ -248,7 +330,41 @@ impl ApiStore {
     }
 
     /// A typed store for a resource, JSON-encoded.
+    ///
+    /// With an object count poll interval set, the first store made for a resource
+    /// also starts polling that resource's count.
     pub fn store<T>(&self, resource: &str) -> Etcd3Store<T>
+    where
+        T: ApiObject + Clone + Default + Send + Sync + Serialize + DeserializeOwned + 'static,
+    {
+        if let Some(interval) = self.pollers.object_count_interval {
+            self.start_object_count_poller(resource, interval);
+        }
+        self.make_store(resource)
+    }
+
+    fn start_object_count_poller(&self, resource: &str, interval: Duration) {
+        let mut counts = self
+            .pollers
+            .object_counts
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        if counts.contains_key(resource) {
+            return;
+        }
+        let store: Etcd3Store<DynamicObject> = self.make_store(resource);
+        // The builder checked that metrics are on and the interval is not zero, and
+        // `build` ran inside a runtime; a failure here would be a runtime shut down
+        // under us, which leaves the figure unpolled rather than the store unusable.
+        match store.poll_object_count(interval) {
+            Ok(handle) => {
+                counts.insert(resource.to_owned(), (store, handle));
+            }
+            Err(err) => tracing::warn!(resource, error = %err, "object count not polled"),
+        }
+    }
+
+    fn make_store<T>(&self, resource: &str) -> Etcd3Store<T>
     where
         T: ApiObject + Clone + Default + Send + Sync + Serialize + DeserializeOwned + 'static,
     {

@@ -41,7 +41,9 @@ pub use rewrite::{RewriteSummary, rewrite_stale};
 
 #[doc(inline)]
 pub use apistore_etcd3::{
-    ClientConfig, ConnectError, Etcd3Store, EtcdClient, LeaseManagerConfig, StoreConfig, TlsConfig,
+    ClientConfig, ConnectError, DEFAULT_OBJECT_COUNT_POLL_INTERVAL,
+    DEFAULT_STORAGE_SIZE_POLL_INTERVAL, Etcd3Store, EtcdClient, LeaseManagerConfig, PollError,
+    PollHandle, StoreConfig, TlsConfig,
 };
 #[doc(inline)]
 pub use apistore_storage::*;
