@@ -134,12 +134,12 @@ where
             None
         } else {
             let (data, _) = self.transform_from_storage(&raw.key, raw.value)?;
-            Some(self.decode(&raw.key, &data, raw.rev)?)
+            Some(self.decode_uncounted(&raw.key, &data, raw.rev)?)
         };
         let previous = match raw.prev_value {
             Some(prev) if !prev.is_empty() && (deleted || !accept_all) => {
                 let (data, _) = self.transform_from_storage(&raw.key, prev)?;
-                Some(self.decode(&raw.key, &data, raw.rev)?)
+                Some(self.decode_uncounted(&raw.key, &data, raw.rev)?)
             }
             _ => None,
         };

@@ -24,6 +24,9 @@ const INCONSISTENT_CONTINUE: &str = "The provided continue parameter is too old 
 /// Counts of one list, for `apiserver_storage_list_*` (recorded on every exit).
 #[derive(Default)]
 struct ListCounts {
+    /// Whether the list got as far as reading etcd: kube-apiserver counts a list only
+    /// once its continue token and resourceVersion were accepted.
+    counted: bool,
     fetched: usize,
     evaluated: usize,
     returned: usize,
@@ -44,8 +47,10 @@ where
         let outcome = self
             .list_prepared(&mut prepared, options, &mut counts)
             .await;
-        self.instrumentation
-            .record_list(counts.fetched, counts.evaluated, counts.returned);
+        if counts.counted {
+            self.instrumentation
+                .record_list(counts.fetched, counts.evaluated, counts.returned);
+        }
         outcome
     }
 
@@ -79,6 +84,7 @@ where
             continue_rv = decoded_rv;
         }
         let mut with_rev = resolve_rev(&continue_key, continue_rv, options, &key_prefix)?;
+        counts.counted = true;
 
         let operation = if options.recursive {
             Operation::List

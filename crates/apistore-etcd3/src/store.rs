@@ -351,16 +351,25 @@ where
             })
     }
 
-    /// Decodes plain bytes and stamps the revision as resourceVersion.
+    /// Decodes plain bytes and stamps the revision as resourceVersion; a failure counts
+    /// in `apiserver_storage_decode_errors_total`.
     pub(crate) fn decode(&self, key: &str, data: &[u8], rev: i64) -> Result<T> {
-        let mut obj = self.codec.decode(data).map_err(|err| {
+        self.decode_uncounted(key, data, rev).inspect_err(|_| {
             self.instrumentation.record_decode_error();
-            StorageError::Internal {
+        })
+    }
+
+    /// [`Self::decode`] without the decode error metric, for watch events: kube-apiserver
+    /// counts decode errors of get, list and writes only.
+    pub(crate) fn decode_uncounted(&self, key: &str, data: &[u8], rev: i64) -> Result<T> {
+        let mut obj = self
+            .codec
+            .decode(data)
+            .map_err(|err| StorageError::Internal {
                 key: key.to_owned(),
                 message: format!("unable to decode value: {err}"),
                 source: Some(Box::new(err)),
-            }
-        })?;
+            })?;
         self.set_revision(&mut obj, rev);
         Ok(obj)
     }

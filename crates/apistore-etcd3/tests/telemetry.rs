@@ -223,6 +223,36 @@ async fn exposition_after_a_known_sequence_of_store_operations() {
     let err = store.list("/pods/ns1", &future).await.unwrap_err();
     assert!(err.to_string().contains("future revision"), "{err}");
 
+    // Lists refused before they reach etcd (a malformed continue token, a
+    // resourceVersion that is no number) are no lists to the reference: no request, no
+    // list counters.
+    let mut bad_token = selecting("db", 1);
+    bad_token.predicate.continue_token = "not-base64!".to_owned();
+    let err = store.list("/pods/ns1", &bad_token).await.unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::BadRequest, "{err}");
+    let bad_rv = ListOptions {
+        resource_version: "abc".to_owned(),
+        recursive: true,
+        ..ListOptions::default()
+    };
+    store.list("/pods/ns1", &bad_rv).await.unwrap_err();
+
+    // A watch on the prefix the garbage below goes to: it receives the etcd event
+    // (events received 3) and ends with an error, but a watch's decode failure is not
+    // one of `apiserver_storage_decode_errors_total`'s (the reference's watcher decodes
+    // without counting).
+    let mut bad_watch = store
+        .watch(
+            "/pods/bad",
+            &ListOptions {
+                resource_version: last_created.metadata.resource_version.clone(),
+                recursive: true,
+                ..ListOptions::default()
+            },
+        )
+        .await
+        .unwrap();
+
     // Bytes that carry the transformer's marker but are no object: a get and a list of
     // them fail to decode (decode errors 2). The get is get 7; list 6 fetched the kv but
     // did not evaluate it (decoding failed first).
@@ -230,6 +260,10 @@ async fn exposition_after_a_known_sequence_of_store_operations() {
     backend
         .raw_put(&garbage_key, b"test!{not json".to_vec())
         .await;
+    assert!(
+        matches!(next_within(&mut bad_watch, "error").await, WatchEvent::Error(status) if status.message.contains("decode")),
+    );
+    drop(bad_watch);
     let err = store
         .get("/pods/bad/x", &GetOptions::default())
         .await
@@ -295,7 +329,7 @@ async fn exposition_after_a_known_sequence_of_store_operations() {
         ),
         ("apiserver_storage_list_returned_objects_total", 3 + 1 + 1),
         ("apiserver_storage_decode_errors_total", 2),
-        ("apiserver_storage_events_received_total", 2),
+        ("apiserver_storage_events_received_total", 3),
     ] {
         assert_eq!(samples(&text, name), resource(name, n), "{text}");
     }
