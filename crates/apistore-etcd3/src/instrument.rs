@@ -117,7 +117,12 @@ impl Instrumentation {
         }
     }
 
-    pub(crate) fn create_span(&self, key: &str, type_name: &str, resource: &str) -> Trace {
+    pub(crate) fn create_span<'a>(
+        &self,
+        key: &'a str,
+        type_name: &'a str,
+        resource: &'a str,
+    ) -> Trace<'a> {
         Trace(StepTrace::create(&ObjectTraceAttrs {
             audit_id: None,
             key,
@@ -126,7 +131,12 @@ impl Instrumentation {
         }))
     }
 
-    pub(crate) fn update_span(&self, key: &str, type_name: &str, resource: &str) -> Trace {
+    pub(crate) fn update_span<'a>(
+        &self,
+        key: &'a str,
+        type_name: &'a str,
+        resource: &'a str,
+    ) -> Trace<'a> {
         Trace(StepTrace::guaranteed_update(&ObjectTraceAttrs {
             audit_id: None,
             key,
@@ -135,7 +145,7 @@ impl Instrumentation {
         }))
     }
 
-    pub(crate) fn list_span(&self, key: &str, options: &ListOptions) -> Trace {
+    pub(crate) fn list_span<'a>(&self, key: &'a str, options: &'a ListOptions) -> Trace<'a> {
         Trace(StepTrace::list(&ListTraceAttrs {
             audit_id: None,
             recursive: options.recursive,
@@ -150,9 +160,9 @@ impl Instrumentation {
 
 /// The steps of one traced operation; the span ends when this is dropped.
 #[derive(Debug)]
-pub(crate) struct Trace(StepTrace);
+pub(crate) struct Trace<'a>(StepTrace<'a>);
 
-impl Trace {
+impl Trace<'_> {
     pub(crate) fn event(&mut self, name: &'static str) {
         self.0.event(name);
     }

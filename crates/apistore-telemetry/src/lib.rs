@@ -44,7 +44,8 @@
 //!
 //! [`StepTrace`] opens the reference's spans (`Create etcd3`, `GuaranteedUpdate etcd3`,
 //! `List(recursive=...) etcd3`) as `tracing` spans with the reference's attribute keys,
-//! records the reference's step events inside them, and logs the steps of an operation
+//! records the reference's steps and hands them to the OpenTelemetry span as its events
+//! when it ends (with the times they happened), and logs the steps of an operation
 //! that took longer than 500 ms. As in kube-apiserver, a span is only opened when the
 //! caller is itself traced. [`otel_layer`] turns the spans into OpenTelemetry spans.
 //!

@@ -3,12 +3,13 @@
 //! The storage spans are `tracing` spans; an application that exports OpenTelemetry
 //! adds [`otel_layer`] to its subscriber. The layer is `tracing-opentelemetry`'s, set up
 //! so that spans carry exactly the reference's attributes: its own extras (source
-//! location, thread, target, busy/idle time) are turned off. Events still get the
-//! `level` and `target` attributes `tracing-opentelemetry` always adds to events.
+//! location, thread, target, busy/idle time) are turned off. The step events are
+//! handed to the OpenTelemetry span directly (see [`StepTrace`](crate::StepTrace)), so
+//! they carry only the reference's `len` and `err`.
 //!
-//! Step events are at DEBUG under [`TRACE_TARGET`](crate::TRACE_TARGET): a filter in
-//! front of this layer must let them through for the span events to appear (for
-//! example a per-layer filter `apistore::storage=debug`).
+//! The spans are at INFO under [`TRACE_TARGET`](crate::TRACE_TARGET): a filter in
+//! front of this layer must let them through (for example a per-layer filter
+//! `apistore::storage=info`).
 
 use tracing::Subscriber;
 use tracing_opentelemetry::OpenTelemetryLayer;
