@@ -272,8 +272,20 @@ impl StepTrace<'_> {
     /// Hands the steps to the OpenTelemetry span as its events, at the times they
     /// happened. A subscriber without the OpenTelemetry layer ignores this.
     fn attach_steps(&self, started_at: SystemTime) {
+        if self.steps.is_empty() {
+            return;
+        }
+        // One look-up of the OpenTelemetry span for all steps; it is started here rather
+        // than when the tracing span closes, a moment later.
+        let context = self.span.context();
+        let span = context.span();
+        if !span.is_recording() {
+            return;
+        }
         for step in &self.steps {
-            let mut attributes = Vec::new();
+            let mut attributes = Vec::with_capacity(
+                usize::from(step.len.is_some()) + usize::from(step.err.is_some()),
+            );
             if let Some(len) = step.len {
                 attributes.push(KeyValue::new("len", len));
             }
@@ -281,8 +293,7 @@ impl StepTrace<'_> {
                 attributes.push(KeyValue::new("err", err.clone()));
             }
             let at = started_at + step.at.saturating_duration_since(self.start);
-            self.span
-                .add_event_with_timestamp(step.name, at, attributes);
+            span.add_event_with_timestamp(step.name, at, attributes);
         }
     }
 
