@@ -83,8 +83,11 @@ pub(crate) enum Section {
     IdleWatch,
     /// AES-GCM against identity.
     Encryption,
-    /// Metrics and tracing on against off.
+    /// Metrics and tracing on against off, every call traced.
     Telemetry,
+    /// Metrics and tracing on against off, callers untraced (kube-apiserver's default
+    /// for requests that arrive without a sampled trace).
+    TelemetryUntraced,
 }
 
 /// Two arms of one workload, compared round by round.

@@ -1,12 +1,14 @@
 //! "Telemetry on": kube-apiserver's storage metrics in a Prometheus registry, and a
-//! tracing subscriber with apistore-telemetry's OpenTelemetry layer exporting through a
-//! batch span processor to an exporter that counts and discards (the cost up to the
-//! export call, none of the network). "Off" is no metrics and no subscriber.
+//! tracing subscriber (INFO and above) with apistore-telemetry's OpenTelemetry layer
+//! exporting through a batch span processor to an exporter that counts and discards
+//! (the cost up to the export call, none of the network). "Off" is no metrics and no
+//! subscriber.
 //!
-//! The store opens its spans only when the caller is traced, as kube-apiserver does, so
-//! every call of both telemetry arms runs under a sampled *remote* parent span context,
-//! the state a request that arrived with a `traceparent` header is in. The parent is
-//! not a local span: its cost would be the caller's, not the store's.
+//! The store opens its spans only when the caller is traced, as kube-apiserver does.
+//! The comparison runs twice: with callers untraced (most requests), and with every
+//! call of both arms under a sampled *remote* parent span context, the state a request
+//! that arrived with a sampled `traceparent` header is in. The parent is not a local
+//! span: its cost would be the caller's, not the store's.
 
 use std::future::Future;
 use std::sync::Arc;
@@ -18,6 +20,8 @@ use opentelemetry::trace::{
 use opentelemetry_sdk::error::OTelSdkResult;
 use opentelemetry_sdk::trace::{SdkTracerProvider, SpanData, SpanExporter};
 use tracing::Dispatch;
+use tracing_subscriber::Layer as _;
+use tracing_subscriber::filter::Targets;
 use tracing_subscriber::layer::SubscriberExt;
 
 /// The tracing side of "telemetry on".
@@ -36,8 +40,11 @@ impl Tracing {
         let provider = SdkTracerProvider::builder()
             .with_batch_exporter(DiscardExporter(Arc::clone(&exported)))
             .build();
+        // INFO and above, as an application would filter: without a filter the
+        // transport's TRACE-level spans (h2, tonic) would be exported too.
         let subscriber = tracing_subscriber::Registry::default().with(
-            apistore_telemetry::otel_layer(provider.tracer("apistore-bench")),
+            apistore_telemetry::otel_layer(provider.tracer("apistore-bench"))
+                .with_filter(Targets::new().with_default(tracing::Level::INFO)),
         );
         Self {
             dispatch: Dispatch::new(subscriber),
