@@ -79,6 +79,20 @@ fn samples<'a>(text: &'a str, name: &str) -> Vec<&'a str> {
         .collect()
 }
 
+/// A recursive watch of `prefix` from `object`'s resourceVersion.
+async fn watch_after(
+    store: &apistore_etcd3::Etcd3Store<Pod>,
+    prefix: &str,
+    object: &Pod,
+) -> apistore_storage::WatchStream<Pod> {
+    let options = ListOptions {
+        resource_version: object.metadata.resource_version.clone(),
+        recursive: true,
+        ..ListOptions::default()
+    };
+    store.watch(prefix, &options).await.unwrap()
+}
+
 async fn next_within(
     stream: &mut apistore_storage::WatchStream<Pod>,
     what: &str,
@@ -108,17 +122,7 @@ async fn exposition_after_a_known_sequence_of_store_operations() {
 
     // A watch from a revision > 0 syncs nothing (no etcd read); it sees the update of b
     // and the delete of d below: two etcd events, `events_received_total` 2.
-    let mut watch = store
-        .watch(
-            "/pods/ns1",
-            &ListOptions {
-                resource_version: last_created.metadata.resource_version.clone(),
-                recursive: true,
-                ..ListOptions::default()
-            },
-        )
-        .await
-        .unwrap();
+    let mut watch = watch_after(store, "/pods/ns1", &last_created).await;
 
     // The create etcd rejects: `create` request 5, `create` error 1.
     let err = store
@@ -241,17 +245,7 @@ async fn exposition_after_a_known_sequence_of_store_operations() {
     // (events received 3) and ends with an error, but a watch's decode failure is not
     // one of `apiserver_storage_decode_errors_total`'s (the reference's watcher decodes
     // without counting).
-    let mut bad_watch = store
-        .watch(
-            "/pods/bad",
-            &ListOptions {
-                resource_version: last_created.metadata.resource_version.clone(),
-                recursive: true,
-                ..ListOptions::default()
-            },
-        )
-        .await
-        .unwrap();
+    let mut bad_watch = watch_after(store, "/pods/bad", &last_created).await;
 
     // Bytes that carry the transformer's marker but are no object: a get and a list of
     // them fail to decode (decode errors 2). The get is get 7; list 6 fetched the kv but
