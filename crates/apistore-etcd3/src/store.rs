@@ -558,7 +558,10 @@ where
         };
         trace.event_len("Encode succeeded", data.len());
         let put_options = self.put_options(&prepared, ttl).await?;
-        let stored = match self.transform_to_storage(&prepared, data.clone()) {
+        // The encoded length is all that is needed later; handing `data` over unshared
+        // lets an identity transform's output become the request without a copy.
+        let len = data.len();
+        let stored = match self.transform_to_storage(&prepared, data) {
             Ok(stored) => stored,
             Err(err) => {
                 trace.event_err("TransformToStorage failed", &err);
@@ -601,7 +604,7 @@ where
         // The object we encoded is what was stored: stamping its revision gives what
         // decoding the stored bytes would, without the decode.
         self.set_revision(&mut obj, revision);
-        trace.event_len("decode succeeded", data.len());
+        trace.event_len("decode succeeded", len);
         Ok(obj)
     }
 

@@ -104,7 +104,10 @@ where
             }
             drop(stored_data);
 
-            let stored = match self.transform_to_storage(&prepared, data.clone()) {
+            // The encoded length is all that is needed later; handing `data` over unshared
+            // lets an identity transform's output become the request without a copy.
+            let len = data.len();
+            let stored = match self.transform_to_storage(&prepared, data) {
                 Ok(stored) => stored,
                 Err(err) => {
                     trace.event_err("TransformToStorage failed", &err);
@@ -152,7 +155,7 @@ where
             }
             let revision = response.header().map_or(0, |h| h.revision());
             self.set_revision(&mut object, revision);
-            trace.event_len("decode succeeded", data.len());
+            trace.event_len("decode succeeded", len);
             return Ok(object);
         }
     }
