@@ -18,7 +18,8 @@
 //!   but docs/benchmarks.md is left alone;
 //! - `--only NAME` (repeatable): only the workloads whose names contain one of the
 //!   NAMEs (`create`, `get, 16`, `list whole`, `watch`, `idle`, `aes`, `aes get`,
-//!   `telemetry`, `telemetry create`...), for profiling;
+//!   `telemetry`, `telemetry untraced create`, `telemetry traced guaranteed update`...),
+//!   for profiling;
 //! - `--arm apistore|raw`: run only arm A or only arm B, for profiling (no report);
 //! - `--report PATH`: write the report to PATH; `--no-report`: write no file.
 
@@ -268,9 +269,13 @@ async fn run_workloads(bench: &Bench) -> Result<(Vec<Comparison>, Vec<String>)> 
         println!("  ({:.0} s)", section_started.elapsed().as_secs_f64());
     }
 
+    // Selected by `telemetry untraced <workload>` or `telemetry traced <workload>`.
+    let telemetry_selected = |how: &str, op: Crud| {
+        settings.selected(&format!("telemetry {how} {}", workload_name(op, 16)))
+    };
     let telemetry_ops: Vec<Crud> = [Crud::Create, Crud::Get, Crud::Update]
         .into_iter()
-        .filter(|op| settings.selected(&format!("telemetry {}", workload_name(*op, 16))))
+        .filter(|&op| telemetry_selected("untraced", op) || telemetry_selected("traced", op))
         .collect();
     if !telemetry_ops.is_empty() {
         let registry = prometheus::Registry::new();
@@ -280,14 +285,16 @@ async fn run_workloads(bench: &Bench) -> Result<(Vec<Comparison>, Vec<String>)> 
         ));
         let tracing = Tracing::install();
         // Untraced callers first: the state most requests are in.
-        for (section, context, title) in [
+        for (section, how, context, title) in [
             (
                 Section::TelemetryUntraced,
+                "untraced",
                 None,
                 "telemetry: apistore with metrics and tracing against apistore without, callers untraced",
             ),
             (
                 Section::Telemetry,
+                "traced",
                 Some(traced_request_context()),
                 "telemetry: apistore with metrics and tracing against apistore without, every call traced",
             ),
@@ -307,7 +314,10 @@ async fn run_workloads(bench: &Bench) -> Result<(Vec<Comparison>, Vec<String>)> 
                     ..Arm::plain("off", store.clone(), pool)
                 },
             ];
-            for &op in &telemetry_ops {
+            for &op in telemetry_ops
+                .iter()
+                .filter(|&&op| telemetry_selected(how, op))
+            {
                 comparisons.push(bench.compare_crud(section, op, 16, &arms).await?);
             }
             println!("  ({:.0} s)", section_started.elapsed().as_secs_f64());
