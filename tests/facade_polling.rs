@@ -135,11 +135,8 @@ async fn poll_intervals_need_metrics_and_a_nonzero_interval() {
         .build()
         .await
         .unwrap_err();
-    assert!(
-        matches!(err, BuildError::Poll(PollError::NoMetrics { .. })),
-        "{err}"
-    );
-    assert!(err.to_string().contains("no metrics"), "{err}");
+    assert!(matches!(err, BuildError::PollWithoutMetrics), "{err}");
+    assert!(err.to_string().contains("without metrics"), "{err}");
 
     let registry = apistore::prometheus::Registry::new();
     let err = ApiStore::builder()

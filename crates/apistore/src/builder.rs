@@ -38,7 +38,12 @@ pub enum BuildError {
     /// The compactor could not be started.
     #[error("cannot start the compactor: {0}")]
     Compactor(#[source] apistore_storage::StorageError),
-    /// A poll interval was set without metrics to poll into, or is zero.
+    /// A poll interval was set, but no metrics to poll into.
+    #[error(
+        "cannot poll storage figures without metrics: set metrics or metrics_registry on the builder"
+    )]
+    PollWithoutMetrics,
+    /// A poller could not start (a zero interval, or no tokio runtime).
     #[error("cannot poll storage figures: {0}")]
     Poll(#[source] PollError),
 }
@@ -188,9 +193,7 @@ impl ApiStoreBuilder {
         let polls =
             self.object_count_poll_interval.is_some() || self.storage_size_poll_interval.is_some();
         if polls && self.metrics.is_none() {
-            return Err(BuildError::Poll(PollError::NoMetrics {
-                resource: "any resource".to_owned(),
-            }));
+            return Err(BuildError::PollWithoutMetrics);
         }
         for interval in [
             self.object_count_poll_interval,
