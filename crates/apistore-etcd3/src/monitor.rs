@@ -38,6 +38,7 @@ pub const DEFAULT_STORAGE_SIZE_POLL_INTERVAL: Duration = Duration::from_secs(30)
 
 /// Why a poller could not start.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum PollError {
     /// Pollers are tokio tasks; they can only be started from within a runtime.
     #[error("cannot start the {what} poller outside a tokio runtime")]
@@ -50,6 +51,16 @@ pub enum PollError {
     NoMetrics {
         /// The store's group-resource.
         resource: String,
+    },
+    /// The store has no usable resource prefix to count under (its `StoreConfig`'s
+    /// `resource_prefix`, `/pods` for `StoreConfig::for_resource("pods")`).
+    #[error("cannot poll the object count of {resource:?}: {source}")]
+    BadResourcePrefix {
+        /// The store's group-resource.
+        resource: String,
+        /// Why the prefix is not a key.
+        #[source]
+        source: apistore_storage::StorageError,
     },
     /// A zero interval would poll etcd in a busy loop.
     #[error("the {what} poll interval must be more than zero")]
@@ -125,6 +136,13 @@ where
                 resource: self.group_resource.to_string(),
             });
         };
+        // Refused now rather than reported as -1 on every poll.
+        if let Err(source) = self.prepare_key(&self.resource_prefix) {
+            return Err(PollError::BadResourcePrefix {
+                resource: self.group_resource.to_string(),
+                source,
+            });
+        }
         // The poller counts through a store of its own connection handle, and watches
         // the caller's one only weakly, so that it does not keep the store alive.
         let store_alive: Weak<EtcdClient> = Arc::downgrade(&self.client);

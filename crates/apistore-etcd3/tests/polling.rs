@@ -166,6 +166,18 @@ async fn pollers_refuse_what_they_cannot_do() {
     let err = without_metrics.poll_object_count(TICK).unwrap_err();
     assert!(matches!(err, PollError::NoMetrics { ref resource } if resource == "pods"));
     assert!(err.to_string().contains("\"pods\""), "{err}");
+    // A store configured without a resource prefix has nothing to count under.
+    let no_prefix: Etcd3Store<Pod> = Etcd3Store::new(
+        backend.client.clone(),
+        StoreConfig {
+            group_resource: "pods".to_owned(),
+            ..StoreConfig::default()
+        },
+    )
+    .with_metrics(backend.metrics.clone());
+    let err = no_prefix.poll_object_count(TICK).unwrap_err();
+    assert!(matches!(err, PollError::BadResourcePrefix { .. }), "{err}");
+    assert!(err.to_string().contains("empty key"), "{err}");
     let err = backend.store.poll_object_count(Duration::ZERO).unwrap_err();
     assert!(matches!(err, PollError::ZeroInterval { .. }), "{err}");
 
