@@ -7,7 +7,8 @@
 //! watcher in etcd) instead of an HTTP/2 stream and its buffers each.
 //!
 //! The [`WatchHub`] owns a multiplexer task that reads the stream and routes each
-//! response to its watch through a small bounded channel, and a pump task that writes
+//! response to its watch through a bounded channel (at most 1,024 responses, and at
+//! most 4 MiB of keys and values once it holds 16), and a pump task that writes
 //! requests. Responses are never awaited on a watch's behalf: a watch whose channel is
 //! full (its consumer is slow) is *overflowed*: its etcd watch is cancelled, and the
 //! watch re-creates it from the revision after the last response it received once it
@@ -28,8 +29,20 @@ use tokio::sync::{mpsc, oneshot};
 
 use crate::feature_support::FeatureSupportChecker;
 
-/// Responses buffered per watch before it counts as overflowed.
-const DELIVERY_BUFFER: usize = 16;
+/// Responses buffered per watch at most: past this a watch counts as overflowed.
+/// Live responses are small (a write or a few each), so a consumer stalled for a moment
+/// by a busy runtime catches up from here instead of re-watching; a re-watch replays
+/// from etcd's history and costs the consumer tens of milliseconds of lag.
+const DELIVERY_BUFFER: usize = 1024;
+
+/// Bytes of keys and values buffered per watch past which, once it holds at least
+/// [`DELIVERY_MIN_RESPONSES`], it counts as overflowed: a catching-up watch receives
+/// responses of up to a thousand revisions each, and a thousand of those would be far
+/// too much memory for one slow consumer.
+const DELIVERY_BYTES: usize = 4 << 20;
+
+/// Responses a watch may always buffer, whatever their size.
+const DELIVERY_MIN_RESPONSES: usize = 16;
 
 /// The largest watch response accepted. A catching-up watch can receive up to a
 /// thousand revisions in one response; kube-apiserver's client accepts any size that
@@ -58,6 +71,8 @@ pub(crate) struct WatchHub {
     commands: Mutex<Option<mpsc::UnboundedSender<Command>>>,
     next_id: AtomicU64,
     active: AtomicUsize,
+    /// How many times a watch fell behind and re-watched.
+    overflows: Arc<AtomicU64>,
     pub(crate) features: FeatureSupportChecker,
 }
 
@@ -70,7 +85,8 @@ impl std::fmt::Debug for WatchHub {
 }
 
 enum Command {
-    Create(PendingCreate),
+    /// Boxed: far larger than the other commands, and one per watch started.
+    Create(Box<PendingCreate>),
     Cancel(u64),
     Progress,
 }
@@ -79,6 +95,7 @@ struct PendingCreate {
     id: u64,
     spec: WatchSpec,
     deliver: mpsc::Sender<Box<WatchResponse>>,
+    buffered: Arc<AtomicUsize>,
     end: oneshot::Sender<RouteEnd>,
     cancelled: bool,
 }
@@ -87,8 +104,36 @@ struct PendingCreate {
 pub(crate) struct Registration {
     id: u64,
     hub: Arc<WatchHub>,
-    pub(crate) responses: mpsc::Receiver<Box<WatchResponse>>,
+    responses: mpsc::Receiver<Box<WatchResponse>>,
+    /// Bytes of the responses in `responses`, shared with the multiplexer.
+    buffered: Arc<AtomicUsize>,
     pub(crate) end: oneshot::Receiver<RouteEnd>,
+}
+
+impl Registration {
+    /// The next response routed to this watch; `None` once its route has ended (see
+    /// `end`).
+    pub(crate) async fn recv(&mut self) -> Option<Box<WatchResponse>> {
+        let response = self.responses.recv().await?;
+        self.buffered
+            .fetch_sub(response_bytes(&response), Ordering::Relaxed);
+        Some(response)
+    }
+}
+
+/// The bytes of keys and values a response carries: what it holds in memory, near
+/// enough, while it waits for its watch.
+fn response_bytes(response: &WatchResponse) -> usize {
+    response
+        .events()
+        .iter()
+        .map(|event| {
+            let kv = |kv: Option<&etcd_client::KeyValue>| {
+                kv.map_or(0, |kv| kv.key().len() + kv.value().len())
+            };
+            kv(event.kv()) + kv(event.prev_kv())
+        })
+        .sum()
 }
 
 impl Drop for Registration {
@@ -113,6 +158,7 @@ impl WatchHub {
             commands: Mutex::new(None),
             next_id: AtomicU64::new(1),
             active: AtomicUsize::new(0),
+            overflows: Arc::default(),
             features: FeatureSupportChecker::default(),
         }
     }
@@ -120,6 +166,11 @@ impl WatchHub {
     /// How many watch tasks are running.
     pub(crate) fn active(&self) -> usize {
         self.active.load(Ordering::SeqCst)
+    }
+
+    /// How many times a watch fell behind its consumer's pace and re-watched.
+    pub(crate) fn overflows(&self) -> u64 {
+        self.overflows.load(Ordering::Relaxed)
     }
 
     /// Counts a new watch task.
@@ -133,18 +184,21 @@ impl WatchHub {
     pub(crate) fn register(self: &Arc<Self>, spec: WatchSpec) -> Registration {
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
         let (deliver, responses) = mpsc::channel(DELIVERY_BUFFER);
+        let buffered = Arc::new(AtomicUsize::new(0));
         let (end_tx, end) = oneshot::channel();
-        self.send_or_start(Command::Create(PendingCreate {
+        self.send_or_start(Command::Create(Box::new(PendingCreate {
             id,
             spec,
             deliver,
+            buffered: Arc::clone(&buffered),
             end: end_tx,
             cancelled: false,
-        }));
+        })));
         Registration {
             id,
             hub: Arc::clone(self),
             responses,
+            buffered,
             end,
         }
     }
@@ -179,7 +233,11 @@ impl WatchHub {
         let (sender, receiver) = mpsc::unbounded_channel();
         let _ = sender.send(command);
         *commands = Some(sender);
-        tokio::spawn(run_mux(self.client.clone(), receiver));
+        tokio::spawn(run_mux(
+            self.client.clone(),
+            receiver,
+            Arc::clone(&self.overflows),
+        ));
     }
 }
 
@@ -193,7 +251,34 @@ enum Outbound {
 struct Route {
     etcd_id: i64,
     deliver: mpsc::Sender<Box<WatchResponse>>,
+    buffered: Arc<AtomicUsize>,
     end: oneshot::Sender<RouteEnd>,
+}
+
+impl Route {
+    /// Queues a response for the watch unless it has no room: its channel is full, or it
+    /// holds at least [`DELIVERY_MIN_RESPONSES`] responses and this one would take it
+    /// past [`DELIVERY_BYTES`].
+    fn offer(
+        &self,
+        response: WatchResponse,
+    ) -> Result<(), mpsc::error::TrySendError<Box<WatchResponse>>> {
+        let bytes = response_bytes(&response);
+        let queued = DELIVERY_BUFFER - self.deliver.capacity();
+        // Counted before sending, so that the watch never takes off more than was added.
+        let before = self.buffered.fetch_add(bytes, Ordering::Relaxed);
+        let over_budget =
+            queued >= DELIVERY_MIN_RESPONSES && before.saturating_add(bytes) > DELIVERY_BYTES;
+        let sent = if over_budget {
+            Err(mpsc::error::TrySendError::Full(Box::new(response)))
+        } else {
+            self.deliver.try_send(Box::new(response))
+        };
+        if sent.is_err() {
+            self.buffered.fetch_sub(bytes, Ordering::Relaxed);
+        }
+        sent
+    }
 }
 
 /// The multiplexer's state for one open stream.
@@ -203,9 +288,14 @@ struct Routes {
     pending: VecDeque<PendingCreate>,
     routes: HashMap<u64, Route>,
     by_etcd_id: HashMap<i64, u64>,
+    overflows: Arc<AtomicU64>,
 }
 
-async fn run_mux(mut client: WatchClient, mut commands: mpsc::UnboundedReceiver<Command>) {
+async fn run_mux(
+    mut client: WatchClient,
+    mut commands: mpsc::UnboundedReceiver<Command>,
+    overflows: Arc<AtomicU64>,
+) {
     // Wait for a watch to open a stream with; then serve it until it fails, and wait
     // again.
     while let Some(command) = commands.recv().await {
@@ -232,8 +322,11 @@ async fn run_mux(mut client: WatchClient, mut commands: mpsc::UnboundedReceiver<
         let (requests, mut responses) = stream.split();
         let (outbound, outbound_rx) = mpsc::unbounded_channel();
         tokio::spawn(pump(requests, outbound_rx));
-        let mut state = Routes::default();
-        state.pending.push_back(first);
+        let mut state = Routes {
+            overflows: Arc::clone(&overflows),
+            ..Routes::default()
+        };
+        state.pending.push_back(*first);
 
         let failure = loop {
             tokio::select! {
@@ -277,7 +370,7 @@ impl Routes {
                     return;
                 }
                 let _ = outbound.send(Outbound::Create(create.spec.clone()));
-                self.pending.push_back(create);
+                self.pending.push_back(*create);
             }
             Command::Cancel(id) => {
                 if let Some(route) = self.routes.remove(&id) {
@@ -315,6 +408,7 @@ impl Routes {
                 Route {
                     etcd_id,
                     deliver: create.deliver,
+                    buffered: create.buffered,
                     end: create.end,
                 },
             );
@@ -324,7 +418,7 @@ impl Routes {
             // A progress notification on request is for every watch of the stream.
             for route in self.routes.values() {
                 // A bookmark is advice: a watch too busy to take it does without.
-                let _ = route.deliver.try_send(Box::new(response.clone()));
+                let _ = route.offer(response.clone());
             }
             return;
         }
@@ -337,7 +431,7 @@ impl Routes {
         };
         let last = response.canceled() || response.compact_revision() != 0;
         let progress_only = response.events().is_empty() && !last;
-        match route.deliver.try_send(Box::new(response)) {
+        match route.offer(response) {
             Ok(()) => {
                 if last {
                     self.remove(id);
@@ -345,6 +439,7 @@ impl Routes {
             }
             Err(mpsc::error::TrySendError::Full(_)) if progress_only => {}
             Err(mpsc::error::TrySendError::Full(_)) => {
+                self.overflows.fetch_add(1, Ordering::Relaxed);
                 if let Some(route) = self.remove(id) {
                     if !last {
                         let _ = outbound.send(Outbound::Cancel(route.etcd_id));

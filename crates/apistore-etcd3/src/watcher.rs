@@ -167,6 +167,14 @@ where
         self.watch.hub.active()
     }
 
+    /// How many times a watch of this store (and its clones) fell behind its consumer's
+    /// pace and was re-created from where it was. Each costs that watch a replay from
+    /// etcd's history (extra latency for its consumer, never a lost or repeated event);
+    /// a count that keeps growing means a consumer that cannot keep up.
+    pub fn watch_overflows(&self) -> u64 {
+        self.watch.hub.overflows()
+    }
+
     /// Test seam: the page size of the initial sync of recursive watches (10,000 by
     /// default) and a hook run after each page is read.
     #[doc(hidden)]
@@ -518,7 +526,7 @@ where
             loop {
                 let response = tokio::select! {
                     () = self.out.closed() => return Err(Ending::ConsumerGone),
-                    response = registration.responses.recv() => response,
+                    response = registration.recv() => response,
                 };
                 if let Some(response) = response {
                     self.handle(*response, &mut next_rev).await?;

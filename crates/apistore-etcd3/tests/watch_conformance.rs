@@ -291,19 +291,42 @@ async fn dropped_watches_cancel_their_etcd_watchers() {
 }
 
 /// A consumer that does not read holds up only its own watch; once it reads, it gets
-/// every event, in order, exactly once, although its watch fell behind the shared
-/// stream (and re-watched from where it was) many times meanwhile.
+/// every event, in order, exactly once. Four hundred small events fit in what a watch
+/// buffers, so it never fell behind the shared stream.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn slow_consumer_blocks_only_itself_and_loses_nothing() {
     let backend = Etcd3Backend::new("slow_consumer").await;
+    slow_and_fast_watches(&backend, 400, 0).await;
+    assert_eq!(backend.store.watch_overflows(), 0);
+}
+
+/// The same with 64 KiB objects: past 4 MiB buffered, the slow watch falls behind the
+/// shared stream and re-watches from where it was; its consumer still gets every event,
+/// in order, exactly once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn slow_consumer_of_large_objects_rewatches_and_loses_nothing() {
+    let backend = Etcd3Backend::new("slow_consumer_large").await;
+    slow_and_fast_watches(&backend, 200, 64 * 1024).await;
+    let overflows = backend.store.watch_overflows();
+    assert!(overflows >= 1, "the slow watch never fell behind");
+}
+
+/// One watch read as events come, one read only after `total` creates of objects with
+/// `padding` bytes of annotation each.
+async fn slow_and_fast_watches(backend: &Etcd3Backend, total: u32, padding: usize) {
     let store = &backend.store;
     let rv = current_rv(store).await;
     let mut slow = store.watch("/pods/slow", &from(&rv, true)).await.unwrap();
     let mut fast = store.watch("/pods/slow", &from(&rv, true)).await.unwrap();
-    let total = 400;
     let mut created = Vec::new();
     for i in 0..total {
-        let pod = create(store, "slow", &format!("pod-{i:04}")).await;
+        let mut pod = Pod::new("slow", &format!("pod-{i:04}"));
+        if padding > 0 {
+            pod.metadata
+                .annotations
+                .insert("padding".to_owned(), "x".repeat(padding));
+        }
+        let pod = store.create(&pod.key(), pod, 0).await.unwrap();
         assert_eq!(
             expect_event(&mut fast, "fast watch").await,
             WatchEvent::Added(pod.clone())
@@ -317,7 +340,7 @@ async fn slow_consumer_blocks_only_itself_and_loses_nothing() {
         );
     }
     expect_no_more(&mut slow).await;
-    let events = metric(&backend, "apiserver_storage_events_received_total");
+    let events = metric(backend, "apiserver_storage_events_received_total");
     assert!(
         events >= 2.0 * f64::from(total),
         "events received: {events}"
