@@ -94,17 +94,24 @@ enum Command {
 struct PendingCreate {
     id: u64,
     spec: WatchSpec,
-    deliver: mpsc::Sender<Box<WatchResponse>>,
+    deliver: mpsc::Sender<Delivery>,
     buffered: Arc<AtomicUsize>,
     end: oneshot::Sender<RouteEnd>,
     cancelled: bool,
+}
+
+/// A response on its way to its watch, with the bytes it counts against the watch's
+/// budget (measured once, by the multiplexer).
+struct Delivery {
+    response: Box<WatchResponse>,
+    bytes: usize,
 }
 
 /// A watch's place on the shared stream; dropping it cancels the etcd watch.
 pub(crate) struct Registration {
     id: u64,
     hub: Arc<WatchHub>,
-    responses: mpsc::Receiver<Box<WatchResponse>>,
+    responses: mpsc::Receiver<Delivery>,
     /// Bytes of the responses in `responses`, shared with the multiplexer.
     buffered: Arc<AtomicUsize>,
     pub(crate) end: oneshot::Receiver<RouteEnd>,
@@ -114,10 +121,9 @@ impl Registration {
     /// The next response routed to this watch; `None` once its route has ended (see
     /// `end`).
     pub(crate) async fn recv(&mut self) -> Option<Box<WatchResponse>> {
-        let response = self.responses.recv().await?;
-        self.buffered
-            .fetch_sub(response_bytes(&response), Ordering::Relaxed);
-        Some(response)
+        let delivery = self.responses.recv().await?;
+        self.buffered.fetch_sub(delivery.bytes, Ordering::Relaxed);
+        Some(delivery.response)
     }
 }
 
@@ -250,7 +256,7 @@ enum Outbound {
 
 struct Route {
     etcd_id: i64,
-    deliver: mpsc::Sender<Box<WatchResponse>>,
+    deliver: mpsc::Sender<Delivery>,
     buffered: Arc<AtomicUsize>,
     end: oneshot::Sender<RouteEnd>,
 }
@@ -259,20 +265,21 @@ impl Route {
     /// Queues a response for the watch unless it has no room: its channel is full, or it
     /// holds at least [`DELIVERY_MIN_RESPONSES`] responses and this one would take it
     /// past [`DELIVERY_BYTES`].
-    fn offer(
-        &self,
-        response: WatchResponse,
-    ) -> Result<(), mpsc::error::TrySendError<Box<WatchResponse>>> {
+    fn offer(&self, response: WatchResponse) -> Result<(), mpsc::error::TrySendError<Delivery>> {
         let bytes = response_bytes(&response);
         let queued = DELIVERY_BUFFER - self.deliver.capacity();
         // Counted before sending, so that the watch never takes off more than was added.
         let before = self.buffered.fetch_add(bytes, Ordering::Relaxed);
         let over_budget =
             queued >= DELIVERY_MIN_RESPONSES && before.saturating_add(bytes) > DELIVERY_BYTES;
+        let delivery = Delivery {
+            response: Box::new(response),
+            bytes,
+        };
         let sent = if over_budget {
-            Err(mpsc::error::TrySendError::Full(Box::new(response)))
+            Err(mpsc::error::TrySendError::Full(delivery))
         } else {
-            self.deliver.try_send(Box::new(response))
+            self.deliver.try_send(delivery)
         };
         if sent.is_err() {
             self.buffered.fetch_sub(bytes, Ordering::Relaxed);
@@ -395,7 +402,11 @@ impl Routes {
             let etcd_id = response.watch_id();
             if response.canceled() || etcd_id < 0 {
                 // etcd refused the watch: the response says why.
-                let _ = create.deliver.try_send(Box::new(response));
+                let _ = create.deliver.try_send(Delivery {
+                    response: Box::new(response),
+                    // A refusal carries no events.
+                    bytes: 0,
+                });
                 return;
             }
             if create.cancelled {
