@@ -1,16 +1,28 @@
-//! The command line: `cargo xtask test | demo | bench [--quick] | soak | help`.
+//! The command line: `cargo xtask test [--etcd V] | interop [--etcd V]... | demo |
+//! bench [--quick] | soak | help`.
 //!
-//! Hand-rolled: three subcommands do not need an argument-parsing dependency.
+//! Hand-rolled: a few subcommands do not need an argument-parsing dependency.
+
+use crate::etcd_versions::EtcdVersion;
 
 /// What `cargo xtask --help` prints.
 pub(crate) const USAGE: &str = "\
 usage: cargo xtask <command>
 
 commands:
-  test [-- <cargo test args>]   cargo fmt --check, clippy -D warnings, then cargo test
-                                --workspace against a fresh etcd; arguments after --
-                                go to cargo test (with -p/--package, they replace
-                                --workspace)
+  test [--etcd 3.4|3.5|3.6] [-- <cargo test args>]
+                                cargo fmt --check, clippy -D warnings, then cargo test
+                                --workspace (all but apistore-interop) against a fresh
+                                etcd of that version (3.4, Debian's, by default);
+                                arguments after -- go to cargo test (with -p/--package,
+                                they replace --workspace)
+  interop [--etcd 3.4|3.5|3.6]...
+                                needs Go: builds the reference harness
+                                (interop/reference) and runs the differential tests
+                                (apistore-interop) against each etcd version given (all
+                                three by default), and on 3.5 and 3.6 also the etcd3
+                                backend's and the fixture's suites (apistore-etcd3,
+                                apistore-testing)
   demo [-- <demo args>]         run the demo example (crates/apistore/examples/demo.rs)
                                 against a fresh etcd
   bench [--quick]               run the benchmarks (crates/apistore-bench) in release
@@ -21,14 +33,23 @@ commands:
   help                          print this
 
 Each command provisions what it needs first: protoc (vendored, copied to
-target/tools/protoc) and an etcd binary ($APISTORE_ETCD_BIN, `etcd` on PATH, or
-`apt-get install etcd-server` when running as root).";
+target/tools/protoc) and an etcd binary. etcd 3.4 is $APISTORE_ETCD_BIN, `etcd` on
+PATH, or `apt-get install etcd-server` when running as root. etcd 3.5 and 3.6 are
+built with Go (`go` on PATH or /usr/local/go/bin/go) from interop/etcd/<version>/ into
+target/tools/etcd-<release>/, with the Go module and build caches in target/go/.";
 
 /// A parsed command line.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum Command {
-    /// fmt, clippy and the tests; the arguments go to `cargo test`.
-    Test { cargo_test_args: Vec<String> },
+    /// fmt, clippy and the tests against one etcd version (`None`: the system's, as
+    /// provisioned without `--etcd`); the arguments go to `cargo test`.
+    Test {
+        etcd: Option<EtcdVersion>,
+        cargo_test_args: Vec<String>,
+    },
+    /// The differential tests (and the etcd3 suites on the built etcds) against each
+    /// of these etcd versions, in this order, each once.
+    Interop { etcd: Vec<EtcdVersion> },
     /// The demo example; the arguments go to it.
     Demo { demo_args: Vec<String> },
     /// The benchmarks.
@@ -46,9 +67,35 @@ impl Command {
             return Err("no command given".to_owned());
         };
         match command.as_str() {
-            "test" => Ok(Self::Test {
-                cargo_test_args: after_double_dash("test", rest)?,
-            }),
+            "test" => {
+                let (etcd, rest) = etcd_flags("test", rest)?;
+                if etcd.len() > 1 {
+                    return Err("`test` takes one --etcd; `interop` takes several".to_owned());
+                }
+                Ok(Self::Test {
+                    etcd: etcd.first().copied(),
+                    cargo_test_args: after_double_dash("test", rest)?,
+                })
+            }
+            "interop" => {
+                let (mut etcd, rest) = etcd_flags("interop", rest)?;
+                if !rest.is_empty() {
+                    return Err(format!(
+                        "`interop` takes only --etcd 3.4|3.5|3.6, not `{}`",
+                        rest.join(" ")
+                    ));
+                }
+                if etcd.is_empty() {
+                    etcd = EtcdVersion::ALL.to_vec();
+                }
+                let mut seen = Vec::new();
+                etcd.retain(|version| {
+                    let first = !seen.contains(version);
+                    seen.push(*version);
+                    first
+                });
+                Ok(Self::Interop { etcd })
+            }
             "demo" => Ok(Self::Demo {
                 demo_args: after_double_dash("demo", rest)?,
             }),
@@ -66,6 +113,31 @@ impl Command {
             "help" | "-h" | "--help" => Ok(Self::Help),
             other => Err(format!("unknown command `{other}`")),
         }
+    }
+}
+
+/// The leading `--etcd V` (or `--etcd=V`) flags, and the arguments after them.
+fn etcd_flags<'a>(
+    command: &str,
+    mut rest: &'a [String],
+) -> Result<(Vec<EtcdVersion>, &'a [String]), String> {
+    let mut versions = Vec::new();
+    loop {
+        let (value, after) = match rest {
+            [flag, value, after @ ..] if flag == "--etcd" => (value.as_str(), after),
+            [flag] if flag == "--etcd" => {
+                return Err(format!(
+                    "`{command} --etcd` needs a version: 3.4, 3.5 or 3.6"
+                ));
+            }
+            [flag, after @ ..] if flag.starts_with("--etcd=") => (&flag["--etcd=".len()..], after),
+            _ => return Ok((versions, rest)),
+        };
+        let version = EtcdVersion::parse(value).ok_or_else(|| {
+            format!("`--etcd {value}`: the etcd versions tested are 3.4, 3.5 and 3.6")
+        })?;
+        versions.push(version);
+        rest = after;
     }
 }
 
@@ -109,13 +181,41 @@ mod tests {
         assert_eq!(
             parse(&["test"]),
             Ok(Command::Test {
+                etcd: None,
                 cargo_test_args: vec![]
             })
         );
         assert_eq!(
             parse(&["test", "--", "-p", "x", "--", "--nocapture"]),
             Ok(Command::Test {
+                etcd: None,
                 cargo_test_args: vec!["-p".into(), "x".into(), "--".into(), "--nocapture".into()]
+            })
+        );
+        assert_eq!(
+            parse(&["test", "--etcd", "3.6", "--", "-p", "x"]),
+            Ok(Command::Test {
+                etcd: Some(EtcdVersion::V3_6),
+                cargo_test_args: vec!["-p".into(), "x".into()]
+            })
+        );
+        assert_eq!(
+            parse(&["test", "--etcd=3.4"]),
+            Ok(Command::Test {
+                etcd: Some(EtcdVersion::V3_4),
+                cargo_test_args: vec![]
+            })
+        );
+        assert_eq!(
+            parse(&["interop"]),
+            Ok(Command::Interop {
+                etcd: EtcdVersion::ALL.to_vec()
+            })
+        );
+        assert_eq!(
+            parse(&["interop", "--etcd", "3.6", "--etcd=3.5", "--etcd", "3.6"]),
+            Ok(Command::Interop {
+                etcd: vec![EtcdVersion::V3_6, EtcdVersion::V3_5]
             })
         );
         assert_eq!(parse(&["demo"]), Ok(Command::Demo { demo_args: vec![] }));
@@ -140,6 +240,20 @@ mod tests {
         assert!(parse(&["tset"]).unwrap_err().contains("tset"));
         assert!(parse(&["test", "-p", "x"]).unwrap_err().contains("--"));
         assert!(parse(&["bench", "--slow"]).is_err());
+        assert!(parse(&["test", "--etcd"]).unwrap_err().contains("3.5"));
+        assert!(
+            parse(&["test", "--etcd", "3.7"])
+                .unwrap_err()
+                .contains("3.7")
+        );
+        assert!(parse(&["test", "--etcd", "3.5", "--etcd", "3.6"]).is_err());
+        assert!(
+            parse(&["test", "--etcd", "3.5", "-p", "x"])
+                .unwrap_err()
+                .contains("--")
+        );
+        assert!(parse(&["interop", "--etcd", "3.3"]).is_err());
+        assert!(parse(&["interop", "--", "x"]).is_err());
         assert!(
             parse(&["soak", "--seconds", "10"])
                 .unwrap_err()

@@ -40,6 +40,15 @@ pub(crate) enum XtaskError {
     /// A command ran and failed.
     #[error("step failed: `{command}` ({status})")]
     StepFailed { command: String, status: ExitStatus },
+    /// Go is needed (to build etcd 3.5 or 3.6, or the reference harness) and missing.
+    #[error("{0}")]
+    GoMissing(String),
+    /// The differential tests exist but the reference harness they drive does not.
+    #[error("{0}")]
+    InteropIncomplete(String),
+    /// Some steps of a run that goes on after a failure failed.
+    #[error("failed: {}", .0.join("; "))]
+    StepsFailed(Vec<String>),
     /// `cargo xtask bench` before the bench crate exists.
     #[error("crates/apistore-bench does not exist yet, so there is nothing to benchmark")]
     NoBenchCrate,

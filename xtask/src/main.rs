@@ -1,24 +1,31 @@
-//! Developer commands: `cargo xtask test | demo | bench [--quick] | soak`.
+//! Developer commands: `cargo xtask test | interop | demo | bench [--quick] | soak`.
 //!
-//! Each command provisions what it needs (protoc, an etcd binary), starts a real etcd
-//! on a free loopback port in a temporary directory when the command needs one, runs
-//! cargo, and stops etcd afterwards, on Ctrl-C too. CI runs `cargo xtask test` (see
-//! `.ci/run`).
+//! Each command provisions what it needs (protoc, an etcd binary of the version asked
+//! for, Go programs for `interop`), starts a real etcd on a free loopback port in a
+//! temporary directory when the command needs one, runs cargo, and stops etcd
+//! afterwards, on Ctrl-C too. CI runs `cargo xtask test` and then `cargo xtask interop`
+//! (see `.ci/run`).
 
 mod cli;
 mod error;
+mod etcd_versions;
+mod go;
 mod provision;
 mod run;
 
 use std::env;
+use std::fs;
 use std::path::{Path, PathBuf};
-use std::process::{Command, ExitCode};
+use std::process::{Command, ExitCode, Stdio};
 use std::sync::{Mutex, PoisonError};
+use std::time::{Duration, Instant};
 
 use apistore_testing::etcd::{ETCD_BIN_ENV, ETCD_ENDPOINTS_ENV, EtcdOptions, EtcdServer};
 
 use crate::cli::USAGE;
 use crate::error::{Result, XtaskError};
+use crate::etcd_versions::EtcdVersion;
+use crate::go::Go;
 use crate::run::run_step;
 
 /// The etcd this command started, where the Ctrl-C handler can reach it.
@@ -26,6 +33,16 @@ static ETCD: Mutex<Option<EtcdServer>> = Mutex::new(None);
 
 /// Environment variable the demo example reads its endpoints from.
 const DEMO_ENDPOINTS_ENV: &str = "APISTORE_ENDPOINTS";
+
+/// Environment variable the differential tests read the reference harness from.
+const REFERENCE_BIN_ENV: &str = "APISTORE_REFERENCE_BIN";
+
+/// The differential tests' package: a workspace member outside `default-members`,
+/// run by `cargo xtask interop` only (it needs Go), so `cargo xtask test` leaves it out.
+const INTEROP_PACKAGE: &str = "apistore-interop";
+
+/// The reference harness's Go module, relative to the workspace root.
+const REFERENCE_MODULE: &str = "interop/reference";
 
 fn main() -> ExitCode {
     let args: Vec<String> = env::args().skip(1).collect();
@@ -78,12 +95,16 @@ fn stop_etcd() {
     }
 }
 
-/// Starts etcd for the rest of this command; returns its client URL.
-fn start_etcd() -> Result<String> {
-    let server = EtcdServer::start(EtcdOptions {
-        name: "apistore-xtask".to_owned(),
-        ..EtcdOptions::default()
-    })?;
+/// Starts this etcd binary for the rest of this command (or until [`stop_etcd`]);
+/// returns its client URL.
+fn start_etcd(binary: &Path) -> Result<String> {
+    let server = EtcdServer::start_binary(
+        binary.to_path_buf(),
+        EtcdOptions {
+            name: "apistore-xtask".to_owned(),
+            ..EtcdOptions::default()
+        },
+    )?;
     let endpoint = server.endpoint();
     println!(
         "xtask: etcd is up at {endpoint} (its log: {})",
@@ -96,7 +117,11 @@ fn start_etcd() -> Result<String> {
 fn run(command: cli::Command) -> Result<()> {
     let root = workspace_root();
     match command {
-        cli::Command::Test { cargo_test_args } => test(&root, &cargo_test_args),
+        cli::Command::Test {
+            etcd,
+            cargo_test_args,
+        } => test(&root, etcd, &cargo_test_args),
+        cli::Command::Interop { etcd } => interop(&root, &etcd),
         cli::Command::Demo { demo_args } => demo(&root, &demo_args),
         cli::Command::Bench { quick } => bench(&root, quick),
         cli::Command::Soak { soak_args } => soak(&root, &soak_args),
@@ -104,28 +129,39 @@ fn run(command: cli::Command) -> Result<()> {
     }
 }
 
-fn test(root: &Path, cargo_test_args: &[String]) -> Result<()> {
+fn test(root: &Path, etcd: Option<EtcdVersion>, cargo_test_args: &[String]) -> Result<()> {
     let cargo = cargo();
     let protoc = provision::protoc(root)?;
-    let etcd_bin = provision::etcd()?;
+    let etcd_bin = match etcd {
+        None => provision::etcd()?,
+        Some(version) => {
+            let go = if version.needs_go() {
+                Some(Go::find(
+                    root,
+                    &format!("cargo xtask test --etcd {version}"),
+                )?)
+            } else {
+                None
+            };
+            etcd_versions::provision_etcd(root, version, go.as_ref())?
+        }
+    };
     provision::cargo_components(&cargo)?;
+    let exclude = excluded_packages(&cargo, root)?;
 
     run_step(
         Command::new(&cargo)
             .current_dir(root)
             .args(["fmt", "--all", "--", "--check"]),
     )?;
-    run_step(cargo_command(&cargo, root, &protoc).args([
-        "clippy",
-        "--workspace",
-        "--all-targets",
-        "--all-features",
-        "--",
-        "-D",
-        "warnings",
-    ]))?;
+    run_step(
+        cargo_command(&cargo, root, &protoc)
+            .args(["clippy", "--workspace"])
+            .args(&exclude)
+            .args(["--all-targets", "--all-features", "--", "-D", "warnings"]),
+    )?;
 
-    let endpoint = start_etcd()?;
+    let endpoint = start_etcd(&etcd_bin)?;
     let mut cargo_test = cargo_command(&cargo, root, &protoc);
     cargo_test
         .env(ETCD_ENDPOINTS_ENV, &endpoint)
@@ -133,7 +169,10 @@ fn test(root: &Path, cargo_test_args: &[String]) -> Result<()> {
         .arg("test");
     let whole_suite = !cli::selects_packages(cargo_test_args);
     if whole_suite {
-        cargo_test.args(["--workspace", "--all-features"]);
+        cargo_test
+            .arg("--workspace")
+            .args(&exclude)
+            .arg("--all-features");
     }
     cargo_test.args(cargo_test_args);
     run_step(&mut cargo_test)?;
@@ -163,11 +202,130 @@ fn test(root: &Path, cargo_test_args: &[String]) -> Result<()> {
 /// The facade's examples `cargo xtask test` runs (the demo has its own command).
 const EXAMPLES: [&str; 4] = ["typed_configmap", "paging", "rotation", "controller"];
 
+/// `cargo xtask interop`: the differential tests against each etcd version, and on the
+/// built versions (3.5, 3.6) the etcd3 backend's and the fixture's own suites, which
+/// `cargo xtask test` runs on 3.4. Every step runs even if an earlier one failed; the
+/// end lists each step with its time.
+fn interop(root: &Path, versions: &[EtcdVersion]) -> Result<()> {
+    let go = Go::find(root, "cargo xtask interop")?;
+    let cargo = cargo();
+    let protoc = provision::protoc(root)?;
+    // Everything is built before anything runs: a broken build fails in minutes, not
+    // after the first version's suites.
+    let mut etcds = Vec::new();
+    for &version in versions {
+        let binary = etcd_versions::provision_etcd(root, version, Some(&go))?;
+        etcds.push((version, binary));
+    }
+    let reference = reference_harness(root, &cargo, &go)?;
+    if reference.is_some() {
+        // `cargo xtask test` leaves the package out of its clippy run.
+        run_step(
+            cargo_command(&cargo, root, &protoc)
+                .args(["clippy", "-p", INTEROP_PACKAGE, "--all-targets", "--"])
+                .args(["-D", "warnings"]),
+        )?;
+    }
+
+    let mut report: Vec<(String, Duration, bool)> = Vec::new();
+    for (version, etcd_bin) in &etcds {
+        let release = provision::etcd_version(etcd_bin);
+        let endpoint = start_etcd(etcd_bin)?;
+        let mut steps: Vec<(String, Command)> = Vec::new();
+        if let Some(reference) = &reference {
+            let mut differential = cargo_command(&cargo, root, &protoc);
+            differential
+                .env(REFERENCE_BIN_ENV, reference)
+                .env(ETCD_BIN_ENV, etcd_bin)
+                .env(ETCD_ENDPOINTS_ENV, &endpoint)
+                .args(["test", "-p", INTEROP_PACKAGE]);
+            steps.push((
+                format!("differential tests ({INTEROP_PACKAGE}) on {release}"),
+                differential,
+            ));
+        }
+        if *version != EtcdVersion::V3_4 {
+            let mut suites = cargo_command(&cargo, root, &protoc);
+            suites
+                .env(ETCD_BIN_ENV, etcd_bin)
+                .env(ETCD_ENDPOINTS_ENV, &endpoint)
+                .args(["test", "-p", "apistore-etcd3", "-p", "apistore-testing"])
+                .arg("--all-features");
+            steps.push((
+                format!("etcd3 and fixture suites (apistore-etcd3, apistore-testing) on {release}"),
+                suites,
+            ));
+        }
+        for (label, mut command) in steps {
+            let started = Instant::now();
+            let result = run_step(&mut command);
+            if let Err(error) = &result {
+                eprintln!("xtask: {error}");
+            }
+            report.push((label, started.elapsed(), result.is_ok()));
+        }
+        stop_etcd();
+    }
+
+    println!("xtask: interop summary:");
+    for (label, took, ok) in &report {
+        let outcome = if *ok { "passed" } else { "FAILED" };
+        println!("  {outcome:6} {:>6.1} s  {label}", took.as_secs_f64());
+    }
+    let failed: Vec<String> = report
+        .into_iter()
+        .filter(|(_, _, ok)| !ok)
+        .map(|(label, _, _)| label)
+        .collect();
+    if failed.is_empty() {
+        println!("xtask: interop passed");
+        Ok(())
+    } else {
+        Err(XtaskError::StepsFailed(failed))
+    }
+}
+
+/// Builds the reference harness (`interop/reference`, Go) into
+/// `target/tools/apistore-reference`; returns it if the differential tests that drive
+/// it are in the workspace too. Before either exists there is nothing to build or run.
+fn reference_harness(root: &Path, cargo: &Path, go: &Go) -> Result<Option<PathBuf>> {
+    let module = root.join(REFERENCE_MODULE);
+    let has_module = module.join("go.mod").is_file();
+    let has_tests = workspace_has_package(cargo, root, INTEROP_PACKAGE)?;
+    if !has_module {
+        if has_tests {
+            return Err(XtaskError::InteropIncomplete(format!(
+                "the {INTEROP_PACKAGE} package is in the workspace but the reference \
+                 harness it drives ({REFERENCE_MODULE}/go.mod) is not"
+            )));
+        }
+        println!(
+            "xtask: neither {REFERENCE_MODULE} nor the {INTEROP_PACKAGE} package is in this \
+             tree yet: no differential tests to run"
+        );
+        return Ok(None);
+    }
+    let tools = root.join(provision::TOOLS_DIR);
+    fs::create_dir_all(&tools)
+        .map_err(|e| XtaskError::io(format!("create {}", tools.display()), e))?;
+    let binary = tools.join("apistore-reference");
+    go.build(&module, &binary, &[], &[])?;
+    if !has_tests {
+        println!(
+            "xtask: built {}; the {INTEROP_PACKAGE} package is not in the workspace yet, so \
+             no differential tests run",
+            binary.display()
+        );
+        return Ok(None);
+    }
+    Ok(Some(binary))
+}
+
 fn demo(root: &Path, demo_args: &[String]) -> Result<()> {
     let cargo = cargo();
     let protoc = provision::protoc(root)?;
     let etcd_bin = provision::etcd()?;
-    let endpoint = start_etcd()?;
+    let endpoint = start_etcd(&etcd_bin)?;
     let mut demo = cargo_command(&cargo, root, &protoc);
     demo.env(DEMO_ENDPOINTS_ENV, &endpoint)
         .env(ETCD_ENDPOINTS_ENV, &endpoint)
@@ -218,6 +376,51 @@ fn soak(root: &Path, soak_args: &[String]) -> Result<()> {
     run_step(&mut soak)
 }
 
+/// `--exclude apistore-interop` if the workspace has that package (`cargo xtask test`
+/// runs without Go; the differential tests need it), else nothing, so the command works
+/// before the package exists and after.
+fn excluded_packages(cargo: &Path, root: &Path) -> Result<Vec<&'static str>> {
+    Ok(if workspace_has_package(cargo, root, INTEROP_PACKAGE)? {
+        vec!["--exclude", INTEROP_PACKAGE]
+    } else {
+        Vec::new()
+    })
+}
+
+/// Whether `package` is a member of the workspace, as `cargo metadata` says.
+fn workspace_has_package(cargo: &Path, root: &Path, package: &str) -> Result<bool> {
+    let mut metadata = Command::new(cargo);
+    metadata
+        .current_dir(root)
+        .args(["metadata", "--no-deps", "--format-version", "1"])
+        .stdin(Stdio::null())
+        .stderr(Stdio::inherit());
+    let line = run::command_line(&metadata);
+    let output = metadata.output().map_err(|source| XtaskError::Spawn {
+        command: line.clone(),
+        source,
+    })?;
+    if !output.status.success() {
+        return Err(XtaskError::StepFailed {
+            command: line,
+            status: output.status,
+        });
+    }
+    Ok(metadata_names_package(&output.stdout, package))
+}
+
+/// Whether `cargo metadata --no-deps` output lists a package called `package`.
+fn metadata_names_package(metadata: &[u8], package: &str) -> bool {
+    serde_json::from_slice::<serde_json::Value>(metadata)
+        .ok()
+        .and_then(|value| value.get("packages")?.as_array().cloned())
+        .is_some_and(|packages| {
+            packages
+                .iter()
+                .any(|p| p.get("name").and_then(serde_json::Value::as_str) == Some(package))
+        })
+}
+
 /// A cargo command in the workspace root that builds with the provisioned protoc.
 fn cargo_command(cargo: &Path, root: &Path, protoc: &Path) -> Command {
     let mut command = Command::new(cargo);
@@ -234,4 +437,19 @@ fn cargo() -> PathBuf {
 fn workspace_root() -> PathBuf {
     let manifest_dir = Path::new(env!("CARGO_MANIFEST_DIR"));
     manifest_dir.parent().unwrap_or(manifest_dir).to_path_buf()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_interop_package_is_found_in_metadata() {
+        let metadata = br#"{"packages":[{"name":"xtask"},{"name":"apistore-interop"}],
+            "workspace_members":[]}"#;
+        assert!(metadata_names_package(metadata, INTEROP_PACKAGE));
+        let without = br#"{"packages":[{"name":"xtask"},{"name":"apistore-interop-x"}]}"#;
+        assert!(!metadata_names_package(without, INTEROP_PACKAGE));
+        assert!(!metadata_names_package(b"not json", INTEROP_PACKAGE));
+    }
 }

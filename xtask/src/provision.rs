@@ -4,7 +4,8 @@
 //!   include files, copied to `target/tools/protoc/` so that `.cargo/config.toml` can
 //!   point plain `cargo build`s at it too;
 //! - an etcd binary: found like the test fixture finds it, else installed with
-//!   `apt-get install etcd-server` when running as root;
+//!   `apt-get install etcd-server` when running as root (the 3.5 and 3.6 that
+//!   `--etcd` selects are built by [`crate::etcd_versions`]);
 //! - rustfmt and clippy, through rustup, when they are missing.
 
 use std::fs;
@@ -15,6 +16,9 @@ use apistore_testing::etcd::{self, FixtureError};
 
 use crate::error::{Result, XtaskError};
 use crate::run::{command_line, run_step};
+
+/// Where provisioned tools go, relative to the workspace root.
+pub(crate) const TOOLS_DIR: &str = "target/tools";
 
 /// Where protoc is copied, relative to the workspace root. `.cargo/config.toml`
 /// names the binary inside it.
@@ -140,7 +144,8 @@ fn install_etcd() -> Result<PathBuf> {
     })
 }
 
-fn etcd_version(binary: &Path) -> String {
+/// The first line of `etcd --version`, e.g. `etcd Version: 3.4.23`.
+pub(crate) fn etcd_version(binary: &Path) -> String {
     Command::new(binary)
         .arg("--version")
         .stdin(Stdio::null())

@@ -171,7 +171,12 @@ impl EtcdServer {
     /// directory, and fails with the tail of etcd's log if it does not come up within
     /// [`EtcdOptions::startup_timeout`].
     pub fn start(options: EtcdOptions) -> Result<Self> {
-        let binary = etcd_binary()?;
+        Self::start_binary(etcd_binary()?, options)
+    }
+
+    /// [`Self::start`] with this etcd binary instead of the one [`etcd_binary`] finds
+    /// (`cargo xtask test --etcd 3.6` runs one it built, whatever the environment says).
+    pub fn start_binary(binary: PathBuf, options: EtcdOptions) -> Result<Self> {
         let dir = tempfile::Builder::new()
             .prefix("apistore-etcd-")
             .tempdir()
