@@ -26,6 +26,7 @@
 
 mod codec;
 mod error;
+mod group_resource;
 mod interface;
 mod list;
 mod object;
@@ -40,6 +41,7 @@ pub use error::{
     BoxError, CAUSE_RESOURCE_VERSION_TOO_LARGE, ErrorKind, RESOURCE_VERSION_SET_ON_CREATE, Result,
     StorageError,
 };
+pub use group_resource::GroupResource;
 pub use interface::{Storage, Versioner};
 pub use list::{ListMeta, ObjectList};
 pub use object::{

@@ -6,12 +6,12 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use super::group_resource::GroupResource;
 use super::validate::{ProviderSpec, ResourceSpec};
 use crate::{
     IdentityTransformer, PrefixTransformer, PrefixTransformers, TransformError, TransformObserver,
     Transformer,
 };
+use apistore_storage::GroupResource;
 
 /// The transformer of each group-resource (or wildcard rule) the configuration names.
 pub(super) fn resource_transformers(

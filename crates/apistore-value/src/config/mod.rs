@@ -25,7 +25,6 @@
 
 mod build;
 mod error;
-mod group_resource;
 mod provider;
 mod raw;
 mod validate;
@@ -40,8 +39,8 @@ use std::fmt;
 use std::path::Path;
 use std::sync::Arc;
 
+pub use apistore_storage::GroupResource;
 pub use error::ConfigError;
-pub use group_resource::GroupResource;
 pub use provider::{AESCBC_PREFIX, AESGCM_PREFIX, ProviderKind, SECRETBOX_PREFIX};
 
 use crate::{NoopObserver, TransformObserver, Transformer};

@@ -13,10 +13,10 @@ use base64::alphabet;
 use base64::engine::{GeneralPurpose, GeneralPurposeConfig};
 
 use super::error::ConfigError;
-use super::group_resource::GroupResource;
 use super::provider::{self, ProviderKind};
 use super::raw::{RawConfig, RawKey, RawResource};
 use crate::Transformer;
+use apistore_storage::GroupResource;
 
 /// Go's `base64.StdEncoding`: padded standard alphabet, lenient about trailing bits.
 const GO_STD_BASE64: GeneralPurpose = GeneralPurpose::new(

@@ -1,8 +1,9 @@
-//! Group-resource strings as an encryption configuration names them: `secrets`,
-//! `deployments.apps`, and the wildcards `*.` (every core resource), `*.apps` (every
-//! resource of a group) and `*.*` (everything). Parsed as kube's
-//! `schema.ParseGroupResource`: the resource is what precedes the first `.`, the group
-//! what follows it.
+//! Group-resources (kube's `schema.GroupResource`) as kube writes them: `secrets`,
+//! `deployments.apps`, `widgets.example.com`, and the wildcards an encryption
+//! configuration may name: `*.` (every core resource), `*.apps` (every resource of a
+//! group) and `*.*` (everything). Parsed as kube's `schema.ParseGroupResource`: the
+//! resource is what precedes the first `.`, the group what follows it. The storage
+//! layout and the encryption configuration both key on it, so it lives in the contract.
 
 use std::fmt;
 
