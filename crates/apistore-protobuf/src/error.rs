@@ -1,0 +1,101 @@
+//! The crate's error type: every failure names the kind and, where there is one, the
+//! field path (`spec.containers[0].ports[1].containerPort`) it is about.
+
+/// An error from decoding stored protobuf or encoding JSON into it.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum ProtobufError {
+    /// The bytes do not start with `k8s\0`, so they are not kube's protobuf.
+    #[error("not kube protobuf: the value does not start with the k8s\\0 magic")]
+    NotProtobuf,
+    /// The runtime.Unknown envelope around the object is malformed.
+    #[error("malformed runtime.Unknown envelope: {0}")]
+    Envelope(String),
+    /// The apiVersion/kind is not one the embedded schema knows.
+    #[error(
+        "unknown kind {kind:?} in apiVersion {api_version:?}: the k8s 1.31 protobuf schema has no such built-in kind (store it as JSON)"
+    )]
+    UnknownKind {
+        /// The apiVersion asked for.
+        api_version: String,
+        /// The kind asked for.
+        kind: String,
+    },
+    /// The object's protobuf bytes are malformed.
+    #[error("decoding {kind} protobuf at {path}: {reason}")]
+    Decode {
+        /// The kind being decoded.
+        kind: String,
+        /// The field path, `.` for the object itself.
+        path: String,
+        /// What was wrong.
+        reason: String,
+    },
+    /// The JSON could not be encoded as the kind's protobuf.
+    #[error("encoding {kind} as protobuf at {path}: {reason}")]
+    Encode {
+        /// The kind being encoded.
+        kind: String,
+        /// The field path, `.` for the object itself.
+        path: String,
+        /// What was wrong.
+        reason: String,
+    },
+    /// The JSON has a field the kind's Go type does not have.
+    #[error("unknown field {path:?} in {kind}")]
+    UnknownField {
+        /// The kind being encoded.
+        kind: String,
+        /// The path of the unknown field.
+        path: String,
+    },
+    /// The JSON text itself is not valid JSON.
+    #[error("invalid JSON at byte {offset}: {reason}")]
+    Json {
+        /// Byte offset of the problem.
+        offset: usize,
+        /// What was wrong.
+        reason: String,
+    },
+}
+
+/// The crate's result type.
+pub type Result<T, E = ProtobufError> = std::result::Result<T, E>;
+
+/// One step of a field path, kept as a stack while walking and formatted only when
+/// an error needs it.
+#[derive(Debug, Clone)]
+pub(crate) enum Step<'a> {
+    Field(&'a str),
+    Index(usize),
+    Key(String),
+}
+
+/// Formats a path stack as `spec.containers[0].env["X"]`, `.` when empty.
+pub(crate) fn format_path(steps: &[Step<'_>]) -> String {
+    let mut out = String::new();
+    for step in steps {
+        match step {
+            Step::Field(name) => {
+                if !out.is_empty() {
+                    out.push('.');
+                }
+                out.push_str(name);
+            }
+            Step::Index(i) => {
+                out.push('[');
+                out.push_str(&i.to_string());
+                out.push(']');
+            }
+            Step::Key(k) => {
+                out.push('[');
+                out.push_str(&format!("{k:?}"));
+                out.push(']');
+            }
+        }
+    }
+    if out.is_empty() {
+        out.push('.');
+    }
+    out
+}

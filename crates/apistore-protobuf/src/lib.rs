@@ -1,0 +1,156 @@
+//! kube-apiserver's protobuf storage encoding for every built-in kind.
+//!
+//! kube-apiserver stores built-in types as `k8s\0` followed by a protobuf
+//! `runtime.Unknown` {typeMeta, raw, contentEncoding, contentType}, where `raw` is the
+//! object's gogo-generated protobuf (k8s.io/api `generated.pb.go`). This crate turns
+//! those bytes into exactly the JSON Go's `encoding/json.Marshal` writes for the same
+//! object ([`KubeProtobuf::decode_to_json`]), and JSON into exactly the bytes
+//! kube-apiserver writes ([`KubeProtobuf::encode_json`]). [`StorageCodec`] makes that
+//! an [`apistore_storage::Codec`] for any serde type: it reads either encoding by
+//! sniffing and writes the one it is told to.
+//!
+//! # Why a schema generated from Go, not .proto files
+//!
+//! Byte-exact JSON needs what only the Go types know: each field's JSON name,
+//! `omitempty`, which embedded structs are inlined into their parent's JSON
+//! (`Volume.VolumeSource` is tag 2 in protobuf, flattened in JSON), and the Go
+//! declaration order JSON fields come out in. The `.proto` files behind k8s-pb,
+//! k8s-rs-pb or a prost-reflect descriptor carry none of that. So `interop/schema`, a
+//! small Go program, walks the reference's own types with reflection and writes
+//! `schema/k8s-1.31.json`, which is embedded here and parsed once. Nothing about the
+//! Kubernetes types is written by hand; only the handful of types whose JSON Go
+//! writes by hand (`metav1.Time`, `resource.Quantity`, `intstr.IntOrString`,
+//! `runtime.RawExtension`, apiextensions' `JSONSchemaPropsOr*`, ...) have code here.
+//! See `docs/protobuf.md`.
+//!
+//! # Hostile bytes
+//!
+//! Decoding never panics: truncated varints, lengths past the end, wrong wire types,
+//! groups, unknown kinds and nesting deeper than 100 messages are errors that name the
+//! kind and field path. Unknown fields inside a known message are skipped, as Go's
+//! generated `Unmarshal` skips them.
+
+mod codec;
+mod decode;
+mod encode;
+mod envelope;
+mod error;
+mod json_read;
+mod json_write;
+mod quantity;
+mod schema;
+mod time;
+mod wire;
+
+#[cfg(test)]
+mod tests;
+
+use std::sync::OnceLock;
+
+pub use codec::{MediaType, StorageCodec};
+pub use envelope::PROTOBUF_MAGIC;
+pub use error::{ProtobufError, Result};
+
+use schema::Schema;
+
+/// Whether stored bytes are kube protobuf (start with [`PROTOBUF_MAGIC`]).
+pub fn is_protobuf(stored: &[u8]) -> bool {
+    stored.starts_with(&PROTOBUF_MAGIC)
+}
+
+/// The transcoder between kube's protobuf storage encoding and Go's JSON, over one
+/// embedded schema of Kubernetes types.
+#[derive(Debug)]
+pub struct KubeProtobuf {
+    schema: Schema,
+}
+
+impl KubeProtobuf {
+    /// The embedded schema of Kubernetes 1.31 (k8s.io/api, apiextensions-apiserver
+    /// and kube-aggregator v0.31.1).
+    pub fn k8s_1_31() -> &'static Self {
+        static K8S_1_31: OnceLock<KubeProtobuf> = OnceLock::new();
+        K8S_1_31.get_or_init(|| {
+            // The schema is a constant of the build, checked by this crate's tests; an
+            // unparsable one is a build defect, and an empty schema (every kind
+            // unknown, so every call errors) is the safe way to surface it.
+            let schema = Schema::load(schema::SCHEMA_JSON).unwrap_or_else(|_| Schema::empty());
+            Self { schema }
+        })
+    }
+
+    /// Whether the schema has this built-in kind.
+    pub fn knows(&self, api_version: &str, kind: &str) -> bool {
+        self.schema.kind(api_version, kind).is_some()
+    }
+
+    /// Decodes stored bytes (`k8s\0` envelope) into the JSON Go's `json.Marshal`
+    /// writes for the object (kube's JSON serializer output minus its newline).
+    pub fn decode_to_json(&self, stored: &[u8]) -> Result<Vec<u8>> {
+        let env = envelope::parse(stored)?;
+        let unknown = || ProtobufError::UnknownKind {
+            api_version: String::from_utf8_lossy(env.api_version).into_owned(),
+            kind: String::from_utf8_lossy(env.kind).into_owned(),
+        };
+        let (Ok(av), Ok(kind)) = (
+            std::str::from_utf8(env.api_version),
+            std::str::from_utf8(env.kind),
+        ) else {
+            return Err(unknown());
+        };
+        let (kind_name, m) = self.schema.kind_entry(av, kind).ok_or_else(unknown)?;
+        let mut dec = decode::Decoder::new(&self.schema, kind_name, env.raw.len());
+        dec.object(m, env.raw, av)?;
+        Ok(dec.out)
+    }
+
+    /// Encodes JSON text (any key order) into the bytes kube-apiserver stores.
+    pub fn encode_json(&self, json: &[u8]) -> Result<Vec<u8>> {
+        let node = json_read::parse(json)?;
+        let json_read::J::Obj(members) = &node.v else {
+            return Err(ProtobufError::Json {
+                offset: 0,
+                reason: "the object must be a JSON object".into(),
+            });
+        };
+        let get = |key: &str| {
+            members
+                .iter()
+                .rev()
+                .find(|(k, _)| k == key)
+                .and_then(|(_, v)| match &v.v {
+                    json_read::J::Str(s) => Some(s.as_ref()),
+                    _ => None,
+                })
+        };
+        let (av, kind) = (get("apiVersion").unwrap_or(""), get("kind").unwrap_or(""));
+        let (kind_name, m) =
+            self.schema
+                .kind_entry(av, kind)
+                .ok_or_else(|| ProtobufError::UnknownKind {
+                    api_version: av.to_string(),
+                    kind: kind.to_string(),
+                })?;
+        let mut raw = Vec::with_capacity(json.len());
+        encode::Encoder::new(&self.schema, kind_name).object(m, &node, &mut raw)?;
+        Ok(envelope::write(av, kind, &raw))
+    }
+
+    /// Encodes a JSON value into the bytes kube-apiserver stores.
+    pub fn encode_value(&self, value: &serde_json::Value) -> Result<Vec<u8>> {
+        let text = serde_json::to_vec(value).map_err(|e| ProtobufError::Json {
+            offset: 0,
+            reason: e.to_string(),
+        })?;
+        self.encode_json(&text)
+    }
+
+    /// The (apiVersion, kind) in the envelope, without decoding the object.
+    pub fn type_meta(stored: &[u8]) -> Result<(String, String)> {
+        let env = envelope::parse(stored)?;
+        Ok((
+            String::from_utf8_lossy(env.api_version).into_owned(),
+            String::from_utf8_lossy(env.kind).into_owned(),
+        ))
+    }
+}
