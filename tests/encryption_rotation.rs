@@ -6,7 +6,9 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use apistore::layers::value::EncryptionConfig;
-use apistore::{ApiStore, DynamicObject, GetOptions, ListOptions, Storage, rewrite_stale};
+use apistore::{
+    ApiStore, DynamicObject, GetOptions, ListOptions, RewriteOptions, Storage, rewrite_stale,
+};
 use apistore_testing::etcd::{shared_endpoint, unique_prefix};
 
 const KEY1: &str = "c2VjcmV0IGlzIHNlY3VyZSwgaSB0aGluayBzbyB0b28="; // 32 bytes
@@ -89,16 +91,32 @@ async fn rotate_keys_and_rewrite_everything() {
         .await
         .unwrap();
     assert_eq!(s0.data["data"]["password"], "aHVudGVyMg==");
-    let summary = rewrite_stale(&store, "secrets", 2, |_, _| {})
-        .await
-        .unwrap();
+    let summary = rewrite_stale(
+        &store,
+        "secrets",
+        &RewriteOptions {
+            concurrency: 2,
+            ..RewriteOptions::default()
+        },
+        |_, _| {},
+    )
+    .await
+    .unwrap();
     assert_eq!(summary.scanned, 5);
     assert_eq!(summary.rewritten, 5);
     assert!(summary.failed.is_empty(), "{:?}", summary.failed);
     // A second pass finds nothing stale.
-    let again = rewrite_stale(&store, "secrets", 2, |_, _| {})
-        .await
-        .unwrap();
+    let again = rewrite_stale(
+        &store,
+        "secrets",
+        &RewriteOptions {
+            concurrency: 2,
+            ..RewriteOptions::default()
+        },
+        |_, _| {},
+    )
+    .await
+    .unwrap();
     assert_eq!((again.scanned, again.rewritten), (5, 0));
 
     // key1 gone: everything still reads.

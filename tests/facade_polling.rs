@@ -70,7 +70,7 @@ async fn the_builder_polls_counts_and_size_until_the_api_store_is_dropped() {
         let name = format!("w{i}");
         let widget = DynamicObject::new("example.com/v1", "Widget", &name);
         widgets
-            .create(&format!("widgets.example.com/{name}"), widget, 0)
+            .create(&format!("example.com/widgets/{name}"), widget, 0)
             .await
             .unwrap();
     }

@@ -41,10 +41,22 @@ pub(crate) struct GlobalArgs {
     #[arg(long, global = true, default_value_t = 30)]
     pub(crate) request_timeout: u64,
     /// An EncryptionConfiguration file (kube-apiserver's --encryption-provider-config).
-    /// A key's resource is its first segment: `secrets/default/s1` is a `secrets` object;
-    /// resources the file does not list are stored unencrypted.
+    /// A key's resource comes from kube's storage layout: `secrets/default/s1` is a
+    /// `secrets` object, `deployments/default/d1` a `deployments.apps` one,
+    /// `example.com/widgets/default/w1` a `widgets.example.com` one; resources the file
+    /// does not cover are stored unencrypted.
     #[arg(long, global = true, value_name = "FILE")]
     pub(crate) encryption_config: Option<PathBuf>,
+    /// The resource of the keys given (`deployments.apps`, `widgets.example.com`), for
+    /// keys kube's storage layout cannot place. Chooses the encryption configuration's
+    /// providers and the encoding.
+    #[arg(long, global = true, value_name = "GROUP_RESOURCE")]
+    pub(crate) resource: Option<String>,
+    /// The encoding of writes (kube-apiserver's --storage-media-type). Default: what
+    /// kube-apiserver writes for the resource (protobuf for built-ins, JSON for custom
+    /// resources). Reads take either.
+    #[arg(long, global = true, value_name = "TYPE", value_parser = ["json", "protobuf", "application/json", "application/vnd.kubernetes.protobuf"])]
+    pub(crate) storage_media_type: Option<String>,
     /// Write the Prometheus text exposition of what this command did to FILE when it
     /// ends, failed or not.
     #[arg(long, global = true, value_name = "FILE")]
@@ -238,8 +250,10 @@ pub(crate) enum Command {
 pub(crate) enum EncryptionCommand {
     /// Re-encrypt every stale value under a prefix with the current write key, each by
     /// compare-and-swap so that a concurrent writer is never overwritten. Run it after
-    /// rotating keys. Prints a summary (scanned, rewritten, failed); exits 1 if any
-    /// value failed.
+    /// rotating keys. Works on the stored bytes without decoding them; a value already
+    /// under the write key is never written. Needs --encryption-config. Prints a summary
+    /// (scanned, rewritten, failed; `-o json`: one JSON object); exits 1 if any value
+    /// failed.
     #[command(
         after_help = "Example:\n  apistore --encryption-config enc.yaml encryption rewrite secrets"
     )]
@@ -250,6 +264,10 @@ pub(crate) enum EncryptionCommand {
         /// How many objects to rewrite at once.
         #[arg(long, default_value_t = 8)]
         concurrency: usize,
+        /// Report the stale values (one `would rewrite KEY` line each on stderr); write
+        /// nothing.
+        #[arg(long)]
+        dry_run: bool,
     },
 }
 

@@ -22,6 +22,8 @@ pub(crate) enum CliError {
     Connect(BuildError),
     /// The input (a file, a selector, a key) is unusable.
     Input(String),
+    /// The command line asks for something that cannot be done (exit code 2).
+    Usage(String),
     /// The result could not be printed.
     Output(String),
 }
@@ -31,7 +33,9 @@ impl std::fmt::Display for CliError {
         match self {
             Self::Storage(err) => write!(f, "{err}"),
             Self::Connect(err) => write!(f, "{err}"),
-            Self::Input(message) | Self::Output(message) => f.write_str(message),
+            Self::Input(message) | Self::Output(message) | Self::Usage(message) => {
+                f.write_str(message)
+            }
         }
     }
 }
@@ -49,14 +53,18 @@ impl CliError {
             Self::Storage(err) => err.status().reason,
             Self::Connect(BuildError::Connect(_)) => "ServiceUnavailable".to_owned(),
             Self::Connect(_) => "BadRequest".to_owned(),
-            Self::Input(_) => "BadRequest".to_owned(),
+            Self::Input(_) | Self::Usage(_) => "BadRequest".to_owned(),
             Self::Output(_) => "InternalError".to_owned(),
         }
     }
 
-    /// The process exit code (2 is left to usage errors).
+    /// The process exit code: 2 for a command line that cannot be carried out, as
+    /// for clap's usage errors; 1 for everything else.
     pub(crate) fn exit_code(&self) -> u8 {
-        1
+        match self {
+            Self::Usage(_) => 2,
+            _ => 1,
+        }
     }
 }
 
@@ -93,21 +101,31 @@ async fn run_command(
     global: &GlobalArgs,
     registry: Option<&apistore::prometheus::Registry>,
 ) -> Result<(), CliError> {
+    if let Command::Encryption(EncryptionCommand::Rewrite { .. }) = &command {
+        if global.encryption_config.is_none() {
+            return Err(CliError::Usage(
+                "encryption rewrite needs --encryption-config FILE: without the keys there is \
+                 nothing to re-encrypt with"
+                    .to_owned(),
+            ));
+        }
+    }
     let api = connect(global, registry).await?;
     let format = global.output;
+    let resource_of = |key: &str| resource_of(&api, global, key);
     match command {
         // Handled before connecting.
         Command::Completions { .. } => Ok(()),
         Command::Create { key, file } => {
             let object = read_object(&file)?;
-            let store = api.dynamic_store(resource_of(&key)?);
+            let store = api.dynamic_store(&resource_of(&key)?);
             print(format, &store.create(&key, object, 0).await?)
         }
         Command::Get {
             key,
             resource_version,
         } => {
-            let store = api.dynamic_store(resource_of(&key)?);
+            let store = api.dynamic_store(&resource_of(&key)?);
             let options = GetOptions {
                 ignore_not_found: false,
                 resource_version: resource_version.unwrap_or_default(),
@@ -120,7 +138,7 @@ async fn run_command(
             preconditions,
         } => {
             let desired = read_object(&file)?;
-            let store = api.dynamic_store(resource_of(&key)?);
+            let store = api.dynamic_store(&resource_of(&key)?);
             let etcd_key = store.prepare_key(&key)?;
             let wanted_rv = desired.metadata.resource_version.clone();
             let options = UpdateOptions {
@@ -145,7 +163,7 @@ async fn run_command(
             print(format, &updated)
         }
         Command::Delete { key, preconditions } => {
-            let store = api.dynamic_store(resource_of(&key)?);
+            let store = api.dynamic_store(&resource_of(&key)?);
             let options = DeleteOptions {
                 preconditions: preconditions_of(preconditions),
                 ..DeleteOptions::default()
@@ -153,7 +171,7 @@ async fn run_command(
             print(format, &store.delete(&key, options).await?)
         }
         Command::Count { key_prefix: prefix } => {
-            let store = api.dynamic_store(resource_of(&prefix)?);
+            let store = api.dynamic_store(&resource_of(&prefix)?);
             let count = store.count(&prefix).await?;
             println!("{count}");
             Ok(())
@@ -168,7 +186,7 @@ async fn run_command(
             field_selector,
             all,
         } => {
-            let store = api.dynamic_store(resource_of(&prefix)?);
+            let store = api.dynamic_store(&resource_of(&prefix)?);
             let mut options = ListOptions {
                 resource_version: resource_version.unwrap_or_default(),
                 resource_version_match: resource_version_match
@@ -206,9 +224,14 @@ async fn run_command(
         Command::Encryption(EncryptionCommand::Rewrite {
             key_prefix,
             concurrency,
+            dry_run,
         }) => {
-            let store = api.dynamic_store(resource_of(&key_prefix)?);
-            crate::rewrite::rewrite(&store, &key_prefix, concurrency).await
+            let resource = resource_of(&key_prefix)?;
+            let options = apistore::RewriteOptions {
+                concurrency,
+                dry_run,
+            };
+            crate::rewrite::rewrite(&api, &resource, &key_prefix, &options, format).await
         }
         Command::Watch {
             key_prefix,
@@ -222,7 +245,7 @@ async fn run_command(
         } => {
             // Asking for initial events is asking for kube-apiserver's WatchList feature.
             let store = api
-                .dynamic_store(resource_of(&key_prefix)?)
+                .dynamic_store(&resource_of(&key_prefix)?)
                 .with_watch_list(send_initial_events);
             let mut options = ListOptions {
                 resource_version: resource_version.unwrap_or_default(),
@@ -301,6 +324,12 @@ async fn connect(
     if let Some(path) = &global.encryption_config {
         builder = builder.encryption_config_file(path);
     }
+    if let Some(media_type) = &global.storage_media_type {
+        let media_type = media_type
+            .parse::<apistore::MediaType>()
+            .map_err(|e| CliError::Usage(e.to_string()))?;
+        builder = builder.storage_media_type(media_type);
+    }
     let tls = apistore::TlsConfig::from_files(
         global.cacert.as_deref(),
         global.client_cert.as_deref(),
@@ -334,13 +363,17 @@ async fn connect(
     builder.build().await.map_err(CliError::Connect)
 }
 
-/// The resource of a key is its first segment: `secrets/default/s1` is a `secrets` key.
-fn resource_of(key: &str) -> Result<&str, CliError> {
-    key.trim_start_matches('/')
-        .split('/')
-        .next()
-        .filter(|segment| !segment.is_empty())
-        .ok_or_else(|| CliError::Input(format!("key {key:?} names no resource")))
+/// The resource a key belongs to, as kube-apiserver's storage layout places it
+/// (`deployments/default/d1` is `deployments.apps`, `example.com/widgets/default/w1` is
+/// `widgets.example.com`), or `--resource` when given.
+fn resource_of(api: &ApiStore, global: &GlobalArgs, key: &str) -> Result<String, CliError> {
+    if let Some(resource) = &global.resource {
+        return Ok(resource.clone());
+    }
+    api.layout()
+        .resolve_key(key)
+        .map(|layout| layout.group_resource.to_string())
+        .map_err(|e| CliError::Input(e.to_string()))
 }
 
 fn preconditions_of(args: PreconditionArgs) -> Option<Preconditions> {

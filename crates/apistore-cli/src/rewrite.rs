@@ -1,42 +1,69 @@
-//! `apistore encryption rewrite`: the facade's rewrite with a progress line on a
-//! terminal and a summary at the end.
+//! `apistore encryption rewrite`: the facade's byte-level rewrite with a progress line
+//! on a terminal and a summary at the end.
 
 use std::io::{IsTerminal, Write};
 
-use apistore::{DynamicObject, Etcd3Store, rewrite_stale};
+use apistore::{ApiStore, RewriteOptions};
 
+use crate::args::OutputFormat;
 use crate::commands::CliError;
 
-/// Rewrites stale values under `prefix`, printing progress on a terminal and the
-/// summary (`scanned`, `rewritten`, `failed`) on stdout; fails if any value failed.
+/// Rewrites stale values of `resource` under `prefix`, printing progress on a terminal,
+/// each stale key on stderr for a dry run, and the summary on stdout (`scanned`,
+/// `rewritten`, `failed`: YAML lines, or one JSON object with `-o json`); fails if any
+/// value failed.
 pub(crate) async fn rewrite(
-    store: &Etcd3Store<DynamicObject>,
+    api: &ApiStore,
+    resource: &str,
     prefix: &str,
-    concurrency: usize,
+    options: &RewriteOptions,
+    format: OutputFormat,
 ) -> Result<(), CliError> {
     let on_terminal = std::io::stderr().is_terminal();
-    let summary = rewrite_stale(store, prefix, concurrency, |done, total| {
-        if on_terminal {
-            eprint!("\rrewriting {prefix}: {done}/{total}");
-            let _ = std::io::stderr().flush();
-        }
-    })
-    .await?;
+    let summary = api
+        .rewrite_stale(resource, prefix, options, |done, total| {
+            if on_terminal {
+                eprint!("\rrewriting {prefix}: {done}/{total}");
+                let _ = std::io::stderr().flush();
+            }
+        })
+        .await?;
     if on_terminal {
         eprintln!();
+    }
+    if options.dry_run {
+        for key in &summary.stale_keys {
+            eprintln!("would rewrite {key}");
+        }
     }
     for err in &summary.failed {
         eprintln!("{}: {err}", err.status().reason);
     }
-    println!("scanned: {}", summary.scanned);
-    println!("rewritten: {}", summary.rewritten);
-    println!("failed: {}", summary.failed.len());
-    if summary.failed.is_empty() {
+    let failed = summary.failed.len();
+    let text = match format {
+        OutputFormat::Json => format!(
+            "{}\n",
+            serde_json::json!({
+                "scanned": summary.scanned,
+                "rewritten": summary.rewritten,
+                "failed": failed,
+            })
+        ),
+        OutputFormat::Yaml | OutputFormat::Table => format!(
+            "scanned: {}\nrewritten: {}\nfailed: {failed}\n",
+            summary.scanned, summary.rewritten
+        ),
+    };
+    let mut stdout = std::io::stdout().lock();
+    stdout
+        .write_all(text.as_bytes())
+        .and_then(|()| stdout.flush())
+        .map_err(|e| CliError::Output(e.to_string()))?;
+    if failed == 0 {
         Ok(())
     } else {
         Err(CliError::Input(format!(
-            "{} of {} values under {prefix:?} could not be rewritten",
-            summary.failed.len(),
+            "{failed} of {} values under {prefix:?} could not be rewritten",
             summary.scanned
         )))
     }

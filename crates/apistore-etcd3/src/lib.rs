@@ -47,6 +47,7 @@ mod key;
 mod lease_manager;
 mod list;
 mod monitor;
+mod reencrypt;
 mod scan;
 mod store;
 mod update;
@@ -72,6 +73,7 @@ pub use monitor::{
     DEFAULT_OBJECT_COUNT_POLL_INTERVAL, DEFAULT_STORAGE_SIZE_POLL_INTERVAL, PollError, PollHandle,
     STORAGE_SIZE_TIMEOUT,
 };
+pub use reencrypt::Reencryption;
 pub use store::{Etcd3Store, StoreConfig};
 pub use watcher::{SyncPageHook, next_event};
 

@@ -24,7 +24,7 @@ use serde::de::DeserializeOwned;
 use crate::client::EtcdClient;
 use crate::error::{from_etcd, timed_out};
 use crate::instrument::{Instrumentation, Operation};
-use crate::key::{as_directory, path_prefix, prefix_range_end, prepare_key};
+use crate::key::{as_directory, path_prefix, prefix_range_end, prepare_key, within};
 use crate::lease_manager::{LeaseManager, LeaseManagerConfig};
 use crate::watcher::WatchSettings;
 
@@ -48,6 +48,10 @@ pub struct StoreConfig {
     /// it, `sendInitialEvents` asks a watch for the current state followed by a bookmark
     /// that ends the initial events.
     pub watch_list: bool,
+    /// Refuse keys outside `resource_prefix` (an invalid key error) instead of storing
+    /// objects where kube-apiserver would never look for this resource. kube's own store
+    /// trusts its registry to build keys; the facade's stores take keys from callers.
+    pub confine_keys: bool,
 }
 
 impl Default for StoreConfig {
@@ -59,6 +63,7 @@ impl Default for StoreConfig {
             lease: LeaseManagerConfig::default(),
             request_timeout: None,
             watch_list: false,
+            confine_keys: false,
         }
     }
 }
@@ -87,6 +92,8 @@ pub struct Etcd3Store<T> {
     pub(crate) group_resource: Arc<str>,
     pub(crate) lease_manager: Arc<LeaseManager>,
     pub(crate) request_timeout: Option<Duration>,
+    /// Whether keys must lie under `resource_prefix` ([`StoreConfig::confine_keys`]).
+    pub(crate) confine_keys: bool,
     pub(crate) versioner: ApiObjectVersioner,
     pub(crate) instrumentation: Instrumentation,
     pub(crate) watch: WatchSettings,
@@ -118,6 +125,7 @@ impl<T> Clone for Etcd3Store<T> {
             group_resource: Arc::clone(&self.group_resource),
             lease_manager: Arc::clone(&self.lease_manager),
             request_timeout: self.request_timeout,
+            confine_keys: self.confine_keys,
             versioner: self.versioner,
             instrumentation: self.instrumentation.clone(),
             watch: self.watch.clone(),
@@ -181,6 +189,7 @@ where
             group_resource: config.group_resource.into(),
             lease_manager: Arc::new(LeaseManager::new(config.lease)),
             request_timeout: config.request_timeout,
+            confine_keys: config.confine_keys,
             versioner: ApiObjectVersioner,
             instrumentation: Instrumentation::default(),
         }
@@ -220,7 +229,18 @@ where
 
     /// The etcd key a caller's key maps to, after validation.
     pub fn prepare_key(&self, key: &str) -> Result<String> {
+        if self.confine_keys && !within(key, &self.resource_prefix) {
+            return Err(StorageError::InvalidKey {
+                key: key.to_owned(),
+                problem: "key outside the resource prefix of this store",
+            });
+        }
         prepare_key(&self.path_prefix, key)
+    }
+
+    /// The key, relative to the prefix, under which this store's objects live.
+    pub fn resource_prefix(&self) -> &str {
+        &self.resource_prefix
     }
 
     pub(crate) fn kv(&self) -> KvClient {

@@ -13,8 +13,8 @@ use std::time::Duration;
 use apistore::layers::value::EncryptionConfig;
 use apistore::prometheus::Registry;
 use apistore::{
-    ApiObject, ApiStore, DynamicObject, GetOptions, ListOptions, Storage, UpdateOptions,
-    WatchEvent, rewrite_stale,
+    ApiObject, ApiStore, DynamicObject, GetOptions, ListOptions, RewriteOptions, Storage,
+    UpdateOptions, WatchEvent, rewrite_stale,
 };
 use futures::StreamExt;
 
@@ -311,7 +311,16 @@ async fn encryption_at_rest(api: &ApiStore, endpoints: &str, registry: &Registry
         .build()
         .await?;
     let secrets = rotated.dynamic_store("secrets");
-    let summary = rewrite_stale(&secrets, "secrets", 4, |_, _| {}).await?;
+    let summary = rewrite_stale(
+        &secrets,
+        "secrets",
+        &RewriteOptions {
+            concurrency: 4,
+            ..RewriteOptions::default()
+        },
+        |_, _| {},
+    )
+    .await?;
     println!(
         "rotated to key2 and rewrote: scanned {}, rewritten {}, failed {}",
         summary.scanned,

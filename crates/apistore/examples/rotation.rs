@@ -4,7 +4,7 @@
 //! Run with `APISTORE_ENDPOINTS=http://127.0.0.1:2379 cargo run -p apistore --example rotation`.
 
 use apistore::layers::value::EncryptionConfig;
-use apistore::{ApiStore, DynamicObject, GetOptions, Storage, rewrite_stale};
+use apistore::{ApiStore, DynamicObject, GetOptions, RewriteOptions, Storage, rewrite_stale};
 
 const KEY1: &str = "a2V5LW9uZS1rZXktb25lLWtleS1vbmUta2V5LW9uZSE="; // 32 bytes, base64
 const KEY2: &str = "a2V5LXR3by1rZXktdHdvLWtleS10d28ta2V5LXR3byE="; // 32 bytes, base64
@@ -49,7 +49,16 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     println!("wrote 3 secrets under key1");
 
     let v2 = connect(&[("key2", KEY2), ("key1", KEY1)]).await?;
-    let summary = rewrite_stale(&v2.dynamic_store("secrets"), "secrets", 4, |_, _| {}).await?;
+    let summary = rewrite_stale(
+        &v2.dynamic_store("secrets"),
+        "secrets",
+        &RewriteOptions {
+            concurrency: 4,
+            ..RewriteOptions::default()
+        },
+        |_, _| {},
+    )
+    .await?;
     println!(
         "key2 first: scanned {}, rewritten {}, failed {}",
         summary.scanned,

@@ -9,7 +9,9 @@ use apistore_etcd3::{
     ClientConfig, ConnectError, Etcd3Store, EtcdClient, PollError, PollHandle, SharedCompactor,
     StoreConfig, TlsConfig,
 };
-use apistore_storage::{ApiObject, Codec, DynamicObject, JsonCodec};
+use apistore_layout::{ResourceLayout, StorageEncoding, StorageLayout};
+use apistore_protobuf::{MediaType, StorageCodec};
+use apistore_storage::{ApiObject, Codec, DynamicObject, StorageError};
 use apistore_telemetry::{StorageMetrics, TelemetryError};
 use apistore_value::config::{ConfigError, EncryptionConfig};
 use apistore_value::{IdentityTransformer, TransformObserver, TransformationType, Transformer};
@@ -60,6 +62,7 @@ pub struct ApiStoreBuilder {
     object_count_poll_interval: Option<Duration>,
     storage_size_poll_interval: Option<Duration>,
     storage_cluster_id: String,
+    storage_media_type: Option<MediaType>,
 }
 
 #[derive(Debug)]
@@ -80,6 +83,7 @@ impl Default for ApiStoreBuilder {
             object_count_poll_interval: None,
             storage_size_poll_interval: None,
             storage_cluster_id: "etcd-0".to_owned(),
+            storage_media_type: None,
         }
     }
 }
@@ -188,6 +192,14 @@ impl ApiStoreBuilder {
         self
     }
 
+    /// Writes every resource in this encoding (kube-apiserver's `--storage-media-type`)
+    /// instead of the one kube-apiserver uses for it (protobuf for built-ins, JSON for
+    /// custom resources). Reads take either encoding whatever this says.
+    pub fn storage_media_type(mut self, media_type: MediaType) -> Self {
+        self.storage_media_type = Some(media_type);
+        self
+    }
+
     /// Reads the encryption configuration and connects to etcd.
     pub async fn build(self) -> Result<ApiStore, BuildError> {
         let polls =
@@ -239,6 +251,8 @@ impl ApiStoreBuilder {
         };
         Ok(ApiStore {
             client,
+            layout: StorageLayout::kube_1_31(),
+            storage_media_type: self.storage_media_type,
             prefix: self.prefix,
             request_timeout: self.request_timeout,
             encryption,
@@ -277,6 +291,8 @@ impl TransformObserver for MetricsObserver {
 #[derive(Debug, Clone)]
 pub struct ApiStore {
     client: EtcdClient,
+    layout: StorageLayout,
+    storage_media_type: Option<MediaType>,
     prefix: String,
     request_timeout: Option<Duration>,
     encryption: Option<Arc<EncryptionConfig>>,
@@ -308,13 +324,37 @@ impl ApiStore {
         &self.client
     }
 
+    /// kube-apiserver's storage layout, which says where each resource's objects live.
+    pub fn layout(&self) -> StorageLayout {
+        self.layout
+    }
+
+    /// Where and how a resource is stored (group-resource string such as `pods`,
+    /// `deployments.apps` or `widgets.example.com`): its key prefix, and its encoding
+    /// after any [`ApiStoreBuilder::storage_media_type`] override.
+    pub fn resource_layout(&self, resource: &str) -> ResourceLayout {
+        let mut layout = self.layout.resource(resource);
+        if let Some(media_type) = self.storage_media_type {
+            layout.encoding = match media_type {
+                MediaType::Protobuf => StorageEncoding::Protobuf,
+                MediaType::Json => StorageEncoding::Json,
+            };
+        }
+        layout
+    }
+
     /// The store configuration for a resource (group-resource string such as `pods` or
-    /// `deployments.apps`).
+    /// `deployments.apps`): its objects live under the key prefix kube-apiserver uses
+    /// (`deployments`, `minions`, `example.com/widgets`), and keys outside it are refused.
     pub fn store_config(&self, resource: &str) -> StoreConfig {
+        let layout = self.layout.resource(resource);
         StoreConfig {
             prefix: self.prefix.clone(),
+            group_resource: layout.group_resource.to_string(),
+            resource_prefix: format!("/{}", layout.key_prefix),
             request_timeout: self.request_timeout,
-            ..StoreConfig::for_resource(resource)
+            confine_keys: true,
+            ..StoreConfig::default()
         }
     }
 
@@ -332,7 +372,11 @@ impl ApiStore {
         self.metrics.as_ref()
     }
 
-    /// A typed store for a resource, JSON-encoded.
+    /// A typed store for a resource. Keys are relative to the prefix and must lie
+    /// under the resource's key prefix ([`Self::resource_layout`]`.key(namespace, name)`
+    /// builds one). Values are read as JSON or protobuf, whichever is stored, and written
+    /// as kube-apiserver writes this resource: protobuf for built-ins (so a Rust control
+    /// plane can share etcd with kube-apiserver), JSON for custom resources.
     ///
     /// With an object count poll interval set, the first store made for a resource
     /// also starts polling that resource's count.
@@ -371,7 +415,11 @@ impl ApiStore {
     where
         T: ApiObject + Clone + Default + Send + Sync + Serialize + DeserializeOwned + 'static,
     {
-        let codec: Arc<dyn Codec<T>> = Arc::new(JsonCodec::<T>::new());
+        let media_type = match self.resource_layout(resource).encoding {
+            StorageEncoding::Protobuf => MediaType::Protobuf,
+            StorageEncoding::Json => MediaType::Json,
+        };
+        let codec: Arc<dyn Codec<T>> = Arc::new(StorageCodec::<T>::new(media_type));
         let store = Etcd3Store::with_parts(
             self.client.clone(),
             self.store_config(resource),
@@ -387,5 +435,19 @@ impl ApiStore {
     /// A store of [`DynamicObject`]s for a resource.
     pub fn dynamic_store(&self, resource: &str) -> Etcd3Store<DynamicObject> {
         self.store(resource)
+    }
+
+    /// Re-encrypts the stale values of a resource under `prefix` (a key relative to the
+    /// prefix, within the resource's key prefix) with the current write key, on the
+    /// stored bytes: see [`rewrite_stale`](crate::rewrite_stale).
+    pub async fn rewrite_stale(
+        &self,
+        resource: &str,
+        prefix: &str,
+        options: &crate::RewriteOptions,
+        progress: impl Fn(usize, usize) + Sync,
+    ) -> Result<crate::RewriteSummary, StorageError> {
+        let store: Etcd3Store<DynamicObject> = self.make_store(resource);
+        crate::rewrite_stale(&store, prefix, options, progress).await
     }
 }

@@ -9,10 +9,13 @@
 //!
 //! # async fn run() -> Result<(), Box<dyn std::error::Error>> {
 //! let api = ApiStore::builder().endpoints(["http://127.0.0.1:2379"]).build().await?;
+//! // Custom resources live at <group>/<plural>, as kube-apiserver keeps them.
 //! let widgets = api.dynamic_store("widgets.example.com");
+//! let key = api.resource_layout("widgets.example.com").key("default", "w1");
+//! assert_eq!(key, "example.com/widgets/default/w1");
 //! let w = DynamicObject::new("example.com/v1", "Widget", "w1").within("default");
-//! let created = widgets.create("widgets.example.com/default/w1", w, 0).await?;
-//! let read = widgets.get("widgets.example.com/default/w1", &GetOptions::default()).await?;
+//! let created = widgets.create(&key, w, 0).await?;
+//! let read = widgets.get(&key, &GetOptions::default()).await?;
 //! assert_eq!(created.metadata.resource_version, read.metadata.resource_version);
 //! # Ok(()) }
 //! ```
@@ -37,14 +40,18 @@ mod builder;
 mod rewrite;
 
 pub use builder::{ApiStore, ApiStoreBuilder, BuildError};
-pub use rewrite::{RewriteSummary, rewrite_stale};
+pub use rewrite::{RewriteOptions, RewriteSummary, rewrite_stale};
 
 #[doc(inline)]
 pub use apistore_etcd3::{
     ClientConfig, ConnectError, DEFAULT_OBJECT_COUNT_POLL_INTERVAL,
     DEFAULT_STORAGE_SIZE_POLL_INTERVAL, Etcd3Store, EtcdClient, LeaseManagerConfig, PollError,
-    PollHandle, StoreConfig, TlsConfig,
+    PollHandle, Reencryption, StoreConfig, TlsConfig,
 };
+#[doc(inline)]
+pub use apistore_layout::{BuiltIn, LayoutError, ResourceLayout, StorageEncoding, StorageLayout};
+#[doc(inline)]
+pub use apistore_protobuf::{KubeProtobuf, MediaType, ProtobufError, StorageCodec};
 #[doc(inline)]
 pub use apistore_storage::*;
 
@@ -56,6 +63,10 @@ pub use prometheus;
 pub mod layers {
     #[doc(inline)]
     pub use apistore_etcd3 as etcd3;
+    #[doc(inline)]
+    pub use apistore_layout as layout;
+    #[doc(inline)]
+    pub use apistore_protobuf as protobuf;
     #[doc(inline)]
     pub use apistore_storage as storage;
     #[doc(inline)]

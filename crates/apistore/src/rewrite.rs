@@ -1,32 +1,54 @@
 //! Re-encryption after a key rotation: rewrite every stale value under a prefix with the
 //! current write key.
 //!
-//! Each object goes through a guaranteed update that changes nothing: the store writes
-//! only when the stored value is stale (read with a key other than the first) or its
-//! bytes differ from the current encoding, and always by compare-and-swap on the mod
-//! revision, so a concurrent writer is never overwritten.
+//! Works on the stored bytes and never decodes them
+//! ([`Etcd3Store::reencrypt`](apistore_etcd3::Etcd3Store::reencrypt)): a value is written
+//! only when the transformer says it is stale (read with a key other than the first), by
+//! compare-and-swap on its mod revision, so a concurrent writer is never overwritten and
+//! a value already under the write key keeps its resourceVersion. Protobuf, JSON and
+//! bytes apistore cannot decode are all re-encrypted alike.
 
-use apistore_etcd3::Etcd3Store;
-use apistore_storage::{ApiObject, Storage, StorageError, UpdateOptions};
+use apistore_etcd3::{Etcd3Store, Reencryption};
+use apistore_storage::{ApiObject, StorageError};
 use futures::StreamExt;
+
+/// How to rewrite.
+#[derive(Debug, Clone)]
+pub struct RewriteOptions {
+    /// How many keys are read and rewritten at once (default 8).
+    pub concurrency: usize,
+    /// Only find the stale values; write nothing (default off).
+    pub dry_run: bool,
+}
+
+impl Default for RewriteOptions {
+    fn default() -> Self {
+        Self {
+            concurrency: 8,
+            dry_run: false,
+        }
+    }
+}
 
 /// What a rewrite did.
 #[derive(Debug, Default)]
 pub struct RewriteSummary {
     /// Keys visited.
     pub scanned: u64,
-    /// Values written again.
+    /// Values written again (with `dry_run`: values that would be).
     pub rewritten: u64,
+    /// The keys of the stale values, in the order they were found.
+    pub stale_keys: Vec<String>,
     /// Keys that could not be rewritten, with why (an undecryptable value, etcd down...).
     pub failed: Vec<StorageError>,
 }
 
-/// Rewrites the stale values under `prefix`, `concurrency` at a time. `progress` is
-/// called after each key with the number done and the total.
+/// Rewrites the stale values under `prefix`. `progress` is called after each key with
+/// the number done and the total.
 pub async fn rewrite_stale<T>(
     store: &Etcd3Store<T>,
     prefix: &str,
-    concurrency: usize,
+    options: &RewriteOptions,
     progress: impl Fn(usize, usize) + Sync,
 ) -> Result<RewriteSummary, StorageError>
 where
@@ -34,9 +56,13 @@ where
 {
     let keys = store.keys(prefix).await?;
     let total = keys.len();
-    let outcomes: Vec<Result<bool, StorageError>> = futures::stream::iter(keys)
-        .map(|key| async move { rewrite_one(store, &key).await })
-        .buffer_unordered(concurrency.max(1))
+    let dry_run = options.dry_run;
+    let outcomes: Vec<(String, Result<Reencryption, StorageError>)> = futures::stream::iter(keys)
+        .map(|key| async move {
+            let outcome = store.reencrypt(&key, dry_run).await;
+            (key, outcome)
+        })
+        .buffer_unordered(options.concurrency.max(1))
         .enumerate()
         .map(|(i, outcome)| {
             progress(i + 1, total);
@@ -45,33 +71,17 @@ where
         .collect()
         .await;
     let mut summary = RewriteSummary::default();
-    for outcome in outcomes {
+    for (key, outcome) in outcomes {
         summary.scanned += 1;
         match outcome {
-            Ok(true) => summary.rewritten += 1,
-            Ok(false) => {}
+            Ok(Reencryption::Rewritten | Reencryption::WouldRewrite) => {
+                summary.rewritten += 1;
+                summary.stale_keys.push(key);
+            }
+            // Already current, or deleted since the scan: nothing to rewrite.
+            Ok(_) => {}
             Err(err) => summary.failed.push(err),
         }
     }
     Ok(summary)
-}
-
-/// Rewrites one key if needed; whether a write happened.
-async fn rewrite_one<T>(store: &Etcd3Store<T>, key: &str) -> Result<bool, StorageError>
-where
-    T: ApiObject + Clone + Default + Send + Sync + 'static,
-{
-    let mut seen = 0;
-    let result = store
-        .guaranteed_update(key, UpdateOptions::default(), |current, meta| {
-            seen = meta.resource_version;
-            Ok(current.into())
-        })
-        .await;
-    match result {
-        Ok(updated) => Ok(updated.resource_version() != seen.to_string()),
-        // Deleted since the scan: nothing left to rewrite.
-        Err(err) if err.is_not_found() => Ok(false),
-        Err(err) => Err(err),
-    }
 }

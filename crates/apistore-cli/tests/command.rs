@@ -1,0 +1,387 @@
+//! The command, black-box, against a real etcd: where kube's layout puts objects, which
+//! encryption providers and encodings it picks for them, and a rewrite that works on
+//! the stored bytes.
+
+// Test helpers may unwrap: a failure is a failed test.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::path::PathBuf;
+use std::process::{Command, Output};
+
+use apistore::layers::value::EncryptionConfig;
+use apistore_testing::etcd::{shared_endpoint, unique_prefix};
+use bytes::Bytes;
+
+const KEY1: &str = "c2VjcmV0IGlzIHNlY3VyZSwgaSB0aGluayBzbyB0b28=";
+const KEY2: &str = "dGhpcyBpcyBhbm90aGVyIDMyIGJ5dGUga2V5ISEhISE=";
+
+/// One test's etcd prefix, scratch folder and command line.
+struct Fixture {
+    endpoint: String,
+    prefix: String,
+    dir: tempfile::TempDir,
+}
+
+impl Fixture {
+    fn new(name: &str) -> Self {
+        Self {
+            endpoint: shared_endpoint().unwrap_or_else(|err| panic!("{err}")),
+            prefix: unique_prefix(name),
+            dir: tempfile::tempdir().unwrap(),
+        }
+    }
+
+    fn file(&self, name: &str, text: &str) -> PathBuf {
+        let path = self.dir.path().join(name);
+        std::fs::write(&path, text).unwrap();
+        path
+    }
+
+    fn run(&self, args: &[&str]) -> Output {
+        Command::new(env!("CARGO_BIN_EXE_apistore"))
+            .args(["--endpoints", &self.endpoint, "--prefix", &self.prefix])
+            .args(args)
+            .output()
+            .unwrap()
+    }
+
+    fn ok(&self, args: &[&str]) -> String {
+        let out = self.run(args);
+        assert!(
+            out.status.success(),
+            "apistore {args:?} failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8(out.stdout).unwrap()
+    }
+
+    async fn client(&self) -> etcd_client::Client {
+        etcd_client::Client::connect(self.endpoint.split(',').collect::<Vec<_>>(), None)
+            .await
+            .unwrap()
+    }
+
+    /// The stored bytes and mod revision under a key relative to the prefix.
+    async fn raw(&self, key: &str) -> (Vec<u8>, i64) {
+        let full = format!("{}/{key}", self.prefix);
+        let response = self.client().await.get(full.clone(), None).await.unwrap();
+        let kv = response
+            .kvs()
+            .first()
+            .unwrap_or_else(|| panic!("nothing at {full}"));
+        (kv.value().to_vec(), kv.mod_revision())
+    }
+
+    async fn put_raw(&self, key: &str, value: Vec<u8>) {
+        let full = format!("{}/{key}", self.prefix);
+        self.client().await.put(full, value, None).await.unwrap();
+    }
+}
+
+fn encryption_config(keys: &[(&str, &str)]) -> String {
+    let keys: String = keys
+        .iter()
+        .map(|(name, secret)| {
+            format!("            - name: {name}\n              secret: {secret}\n")
+        })
+        .collect();
+    format!(
+        "apiVersion: apiserver.config.k8s.io/v1\nkind: EncryptionConfiguration\nresources:\n  - resources: [deployments.apps, widgets.example.com, secrets]\n    providers:\n      - aesgcm:\n          keys:\n{keys}"
+    )
+}
+
+const DEPLOYMENT: &str = r#"{"apiVersion":"apps/v1","kind":"Deployment","metadata":{"name":"d1","namespace":"default"},"spec":{"replicas":2,"selector":{"matchLabels":{"app":"web"}},"template":{"metadata":{"labels":{"app":"web"}},"spec":{"containers":[{"name":"web","image":"nginx"}]}}}}"#;
+const WIDGET: &str = r#"{"apiVersion":"example.com/v1","kind":"Widget","metadata":{"name":"w1","namespace":"default"},"spec":{"size":3}}"#;
+
+fn starts_with(data: &[u8], prefix: &[u8]) -> bool {
+    data.len() >= prefix.len() && &data[..prefix.len()] == prefix
+}
+
+#[tokio::test]
+async fn group_resources_are_encrypted_under_their_own_configuration_entry() {
+    let f = Fixture::new("cli-group-encryption");
+    let config = f.file("enc.yaml", &encryption_config(&[("key1", KEY1)]));
+    let deployment = f.file("d1.json", DEPLOYMENT);
+    let widget = f.file("w1.json", WIDGET);
+    let config = config.to_str().unwrap();
+    f.ok(&[
+        "--encryption-config",
+        config,
+        "create",
+        "deployments/default/d1",
+        "-f",
+        deployment.to_str().unwrap(),
+    ]);
+    f.ok(&[
+        "--encryption-config",
+        config,
+        "create",
+        "example.com/widgets/default/w1",
+        "-f",
+        widget.to_str().unwrap(),
+    ]);
+
+    let (stored, _) = f.raw("deployments/default/d1").await;
+    assert!(
+        starts_with(&stored, b"k8s:enc:aesgcm:v1:key1:"),
+        "deployment stored in plaintext: {:?}",
+        String::from_utf8_lossy(&stored)
+    );
+    let (stored, _) = f.raw("example.com/widgets/default/w1").await;
+    assert!(
+        starts_with(&stored, b"k8s:enc:aesgcm:v1:key1:"),
+        "widget stored in plaintext: {:?}",
+        String::from_utf8_lossy(&stored)
+    );
+
+    // Read back through the same configuration: the objects as written.
+    let read: serde_json::Value = serde_json::from_str(&f.ok(&[
+        "--encryption-config",
+        config,
+        "-o",
+        "json",
+        "get",
+        "deployments/default/d1",
+    ]))
+    .unwrap();
+    assert_eq!(read["spec"]["replicas"], 2);
+    assert_eq!(
+        read["spec"]["template"]["spec"]["containers"][0]["image"],
+        "nginx"
+    );
+    let read: serde_json::Value = serde_json::from_str(&f.ok(&[
+        "--encryption-config",
+        config,
+        "-o",
+        "json",
+        "get",
+        "example.com/widgets/default/w1",
+    ]))
+    .unwrap();
+    assert_eq!(read["spec"]["size"], 3);
+}
+
+#[tokio::test]
+async fn writes_use_kube_apiservers_encoding_and_reads_take_either() {
+    let f = Fixture::new("cli-encodings");
+    let deployment = f.file("d1.json", DEPLOYMENT);
+    let widget = f.file("w1.json", WIDGET);
+    f.ok(&[
+        "create",
+        "deployments/default/d1",
+        "-f",
+        deployment.to_str().unwrap(),
+    ]);
+    f.ok(&[
+        "create",
+        "example.com/widgets/default/w1",
+        "-f",
+        widget.to_str().unwrap(),
+    ]);
+    let (stored, _) = f.raw("deployments/default/d1").await;
+    assert!(
+        starts_with(&stored, b"k8s\0"),
+        "a built-in is written as protobuf"
+    );
+    let (stored, _) = f.raw("example.com/widgets/default/w1").await;
+    assert!(
+        starts_with(&stored, b"{"),
+        "a custom resource is written as JSON"
+    );
+
+    // The override, as kube-apiserver's --storage-media-type.
+    let d2 = f.file("d2.json", &DEPLOYMENT.replace("\"d1\"", "\"d2\""));
+    f.ok(&[
+        "--storage-media-type",
+        "json",
+        "create",
+        "deployments/default/d2",
+        "-f",
+        d2.to_str().unwrap(),
+    ]);
+    let (stored, _) = f.raw("deployments/default/d2").await;
+    assert!(
+        starts_with(&stored, b"{"),
+        "--storage-media-type json writes JSON"
+    );
+
+    // A prefix mixing both lists fine.
+    let list: serde_json::Value =
+        serde_json::from_str(&f.ok(&["-o", "json", "list", "deployments/default"])).unwrap();
+    let names: Vec<&str> = list["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|i| i["metadata"]["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["d1", "d2"]);
+
+    // A key of no resource is a clear error, and --resource places it.
+    let out = f.run(&["get", "widgets/default/w1"]);
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("--resource"), "{stderr}");
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+}
+
+/// Stores `plain` under `key` encrypted as the given configuration's write key would.
+async fn put_encrypted(f: &Fixture, keys: &[(&str, &str)], key: &str, plain: &[u8]) {
+    let config = EncryptionConfig::parse(&encryption_config(keys)).unwrap();
+    let full = format!("{}/{key}", f.prefix);
+    let stored = config
+        .transformer_for("secrets")
+        .transform_to_storage(Bytes::copy_from_slice(plain), full.as_bytes())
+        .unwrap();
+    f.put_raw(key, stored.to_vec()).await;
+}
+
+#[tokio::test]
+async fn rewrite_touches_only_stale_values_and_never_decodes() {
+    let f = Fixture::new("cli-rewrite");
+    let old = f.file("old.yaml", &encryption_config(&[("key1", KEY1)]));
+    let rotated = f.file(
+        "rotated.yaml",
+        &encryption_config(&[("key2", KEY2), ("key1", KEY1)]),
+    );
+    let (old, rotated) = (old.to_str().unwrap(), rotated.to_str().unwrap());
+    // Go's field order (kind first), which apistore's own encoder does not produce, and
+    // bytes no codec can read: neither may be re-encoded.
+    let go_order = br#"{"kind":"Secret","apiVersion":"v1","metadata":{"name":"s1","namespace":"default"},"data":{"k":"dg=="}}"#;
+    put_encrypted(&f, &[("key1", KEY1)], "secrets/default/s1", go_order).await;
+    put_encrypted(
+        &f,
+        &[("key1", KEY1)],
+        "secrets/default/opaque",
+        b"\x00\x01 not an object",
+    )
+    .await;
+    put_encrypted(&f, &[("key2", KEY2)], "secrets/default/current", go_order).await;
+    let before = [
+        f.raw("secrets/default/s1").await,
+        f.raw("secrets/default/opaque").await,
+        f.raw("secrets/default/current").await,
+    ];
+
+    // Under the old configuration key1 is the write key: nothing is stale... except the
+    // value under key2, which it cannot read at all.
+    let out = f.run(&[
+        "--encryption-config",
+        old,
+        "-o",
+        "json",
+        "encryption",
+        "rewrite",
+        "secrets",
+    ]);
+    let summary: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(
+        summary,
+        serde_json::json!({"scanned": 3, "rewritten": 0, "failed": 1})
+    );
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(
+        f.raw("secrets/default/s1").await,
+        before[0],
+        "a current value was written"
+    );
+    assert_eq!(
+        f.raw("secrets/default/opaque").await,
+        before[1],
+        "a current value was written"
+    );
+
+    // A dry run after rotation names the stale ones and writes nothing.
+    let out = f.run(&[
+        "--encryption-config",
+        rotated,
+        "-o",
+        "json",
+        "encryption",
+        "rewrite",
+        "secrets",
+        "--dry-run",
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let summary: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(
+        summary,
+        serde_json::json!({"scanned": 3, "rewritten": 2, "failed": 0})
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("would rewrite secrets/default/s1"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("would rewrite secrets/default/opaque"),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("secrets/default/current"), "{stderr}");
+    for (key, was) in ["s1", "opaque", "current"].iter().zip(&before) {
+        assert_eq!(
+            &f.raw(&format!("secrets/default/{key}")).await,
+            was,
+            "dry run wrote {key}"
+        );
+    }
+
+    // The rewrite: the two stale values move to key2 with their plaintext byte for
+    // byte; the current one keeps its mod revision.
+    let summary: serde_json::Value = serde_json::from_str(&f.ok(&[
+        "--encryption-config",
+        rotated,
+        "-o",
+        "json",
+        "encryption",
+        "rewrite",
+        "secrets",
+    ]))
+    .unwrap();
+    assert_eq!(
+        summary,
+        serde_json::json!({"scanned": 3, "rewritten": 2, "failed": 0})
+    );
+    assert_eq!(f.raw("secrets/default/current").await, before[2]);
+    let config = EncryptionConfig::parse(&encryption_config(&[("key2", KEY2)])).unwrap();
+    for (key, plain) in [
+        ("s1", &go_order[..]),
+        ("opaque", &b"\x00\x01 not an object"[..]),
+    ] {
+        let (stored, revision) = f.raw(&format!("secrets/default/{key}")).await;
+        assert!(starts_with(&stored, b"k8s:enc:aesgcm:v1:key2:"), "{key}");
+        assert!(revision > before[2].1, "{key} was not written");
+        let full = format!("{}/secrets/default/{key}", f.prefix);
+        let read = config
+            .transformer_for("secrets")
+            .transform_from_storage(Bytes::from(stored), full.as_bytes())
+            .unwrap();
+        assert_eq!(&read.data[..], plain, "{key}: the plaintext changed");
+    }
+    // And again: nothing left to do.
+    let summary: serde_json::Value = serde_json::from_str(&f.ok(&[
+        "--encryption-config",
+        rotated,
+        "-o",
+        "json",
+        "encryption",
+        "rewrite",
+        "secrets",
+    ]))
+    .unwrap();
+    assert_eq!(summary["rewritten"], 0);
+}
+
+#[tokio::test]
+async fn rewrite_without_an_encryption_config_refuses_up_front() {
+    let f = Fixture::new("cli-rewrite-no-config");
+    let out = f.run(&["encryption", "rewrite", "secrets"]);
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    assert!(stderr.contains("--encryption-config"), "{stderr}");
+    assert!(out.stdout.is_empty());
+}
