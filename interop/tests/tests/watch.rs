@@ -1,0 +1,148 @@
+//! Watches started from each other's resourceVersions.
+
+// Test helpers may unwrap: a failure is a failed test.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::time::Duration;
+
+use apistore::{DeleteOptions, Storage, UpdateOptions};
+use apistore_interop::{
+    Failure, Interop, ReferenceOptions, configmap, dynamic, event_summaries, to_json,
+};
+use serde_json::json;
+
+const WAIT: Duration = Duration::from_secs(5);
+
+fn configmaps() -> ReferenceOptions {
+    ReferenceOptions::new("configmaps", "v1/ConfigMap")
+}
+
+fn rv_of(object: &serde_json::Value) -> String {
+    object["metadata"]["resourceVersion"]
+        .as_str()
+        .unwrap()
+        .to_owned()
+}
+
+#[tokio::test]
+async fn apistore_watches_from_kubes_revisions() {
+    let mut t = Interop::start(&configmaps()).await;
+    let start = t.go.list("/configmaps", json!({})).await.unwrap();
+    let created =
+        t.go.create("/configmaps/a/w", &configmap("a", "w"))
+            .await
+            .unwrap();
+    t.go.update_labels("/configmaps/a/w", json!({"step": "2"}), json!(null))
+        .await
+        .unwrap();
+    t.go.delete("/configmaps/a/w", json!(null)).await.unwrap();
+
+    for (from, n) in [(start.resource_version.clone(), 3), (rv_of(&created), 2)] {
+        let api = t.api_watch("configmaps", &from, n, WAIT).await.unwrap();
+        let go = t.go.watch("/configmaps", &from, n, 5000).await.unwrap();
+        assert_eq!(api.len(), n);
+        assert_eq!(event_summaries(&api), event_summaries(&go), "from {from}");
+    }
+    let api = t
+        .api_watch("configmaps", &start.resource_version, 3, WAIT)
+        .await
+        .unwrap();
+    let kinds: Vec<_> = api.iter().map(|(k, _)| k.as_str()).collect();
+    assert_eq!(kinds, ["ADDED", "MODIFIED", "DELETED"]);
+}
+
+#[tokio::test]
+async fn kube_watches_from_apistores_revisions() {
+    let mut t = Interop::start(&configmaps()).await;
+    let start = t.store.list("configmaps", &Default::default()).await;
+    let start = start.unwrap().metadata.resource_version;
+    let created = t
+        .store
+        .create("configmaps/b/w", dynamic(&configmap("b", "w")), 0)
+        .await
+        .unwrap();
+    t.store
+        .guaranteed_update("configmaps/b/w", UpdateOptions::default(), |mut c, _| {
+            c.metadata.labels.insert("step".into(), "2".into());
+            Ok(c.into())
+        })
+        .await
+        .unwrap();
+    t.store
+        .delete("configmaps/b/w", DeleteOptions::default())
+        .await
+        .unwrap();
+
+    for (from, n) in [
+        (start.clone(), 3),
+        (created.metadata.resource_version.clone(), 2),
+    ] {
+        let go = t.go.watch("/configmaps", &from, n, 5000).await.unwrap();
+        let api = t.api_watch("configmaps", &from, n, WAIT).await.unwrap();
+        assert_eq!(go.len(), n, "kube from {from}");
+        assert_eq!(event_summaries(&go), event_summaries(&api), "from {from}");
+    }
+    // The deleted event carries the last state at the deletion's revision on both.
+    let go = t.go.watch("/configmaps", &start, 3, 5000).await.unwrap();
+    assert_eq!(go[2].0, "DELETED");
+    assert_eq!(go[2].1["metadata"]["labels"]["step"], "2");
+}
+
+/// A watch from "0" begins with the current state as ADDED events on both sides.
+#[tokio::test]
+async fn watch_from_zero_starts_with_the_current_state() {
+    let mut t = Interop::start(&configmaps()).await;
+    t.go.create("/configmaps/a/one", &configmap("a", "one"))
+        .await
+        .unwrap();
+    t.store
+        .create("configmaps/a/two", dynamic(&configmap("a", "two")), 0)
+        .await
+        .unwrap();
+    let go = t.go.watch("/configmaps", "0", 2, 5000).await.unwrap();
+    let api = t.api_watch("configmaps", "0", 2, WAIT).await.unwrap();
+    assert_eq!(go.len(), 2);
+    assert_eq!(event_summaries(&api), event_summaries(&go));
+}
+
+#[tokio::test]
+async fn watch_from_a_compacted_revision_ends_with_the_same_410() {
+    let mut t = Interop::start(&configmaps()).await;
+    let first =
+        t.go.create("/configmaps/a/c", &configmap("a", "c"))
+            .await
+            .unwrap();
+    let second = to_json(
+        &t.store
+            .guaranteed_update("configmaps/a/c", UpdateOptions::default(), |mut c, _| {
+                c.metadata.labels.insert("n".into(), "2".into());
+                Ok(c.into())
+            })
+            .await
+            .unwrap(),
+    );
+    t.go.update_labels("/configmaps/a/c", json!({"n": "3"}), json!(null))
+        .await
+        .unwrap();
+    t.compact().await;
+    for from in [rv_of(&first), rv_of(&second)] {
+        let go = t.go.watch("/configmaps", &from, 1, 5000).await.unwrap();
+        let api = t.api_watch("configmaps", &from, 1, WAIT).await.unwrap();
+        assert_eq!(go.len(), 1, "kube: {go:?}");
+        assert_eq!(api.len(), 1, "apistore: {api:?}");
+        assert_eq!((go[0].0.as_str(), api[0].0.as_str()), ("ERROR", "ERROR"));
+        let go = Failure::from_status(&go[0].1);
+        let api = Failure::from_status(&api[0].1);
+        eprintln!("watch from compacted {from}: kube {go:?}; apistore {api:?}");
+        assert_eq!(api.essence(), go.essence());
+        // From before the compaction: 410. From the revision just before it, the first
+        // event is at the compaction revision itself, whose previous value is gone:
+        // kube's watcher ends with a 500 "PrevKv=nil", and so does apistore's.
+        let want = if from == rv_of(&first) {
+            (410, "Expired")
+        } else {
+            (500, "InternalError")
+        };
+        assert_eq!((go.code, go.reason.as_str()), want);
+    }
+}
