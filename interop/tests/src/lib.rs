@@ -15,7 +15,7 @@ mod reference;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use apistore::{ApiStore, DynamicObject, Etcd3Store, Status, StorageError, WatchEvent};
+use apistore::{ApiStore, DynamicObject, Etcd3Store, MediaType, Status, StorageError, WatchEvent};
 use apistore_testing::etcd::{EtcdOptions, EtcdServer};
 use futures::StreamExt;
 use serde_json::{Value, json};
@@ -129,6 +129,27 @@ pub fn summary(object: &Value) -> Value {
     })
 }
 
+/// The storage media types every encoding-sensitive test runs with.
+pub const MEDIA_TYPES: [&str; 2] = ["json", "protobuf"];
+
+/// Runs an `async fn(&str)` test once per media type, as `<name>::json` and
+/// `<name>::protobuf`.
+#[macro_export]
+macro_rules! per_media_type {
+    ($($name:ident),* $(,)?) => {$(
+        mod $name {
+            #[tokio::test]
+            async fn json() {
+                super::$name("json").await;
+            }
+            #[tokio::test]
+            async fn protobuf() {
+                super::$name("protobuf").await;
+            }
+        }
+    )*};
+}
+
 /// One etcd with both sides on it.
 #[derive(Debug)]
 pub struct Interop {
@@ -142,6 +163,11 @@ pub struct Interop {
     pub store: Etcd3Store<DynamicObject>,
     /// The resource (`configmaps`).
     pub resource: String,
+    /// The resource's key prefix as kube-apiserver's registry sets it, without the
+    /// leading `/` (`configmaps`, `services/endpoints`).
+    pub key_prefix: String,
+    /// The storage media type both sides write (`json`, `protobuf`).
+    pub media_type: String,
 }
 
 impl Interop {
@@ -154,8 +180,18 @@ impl Interop {
         let etcd = EtcdServer::start(EtcdOptions::default())
             .unwrap_or_else(|err| panic!("cannot start etcd: {err}"));
         let endpoint = etcd.endpoint();
-        let go = Reference::start(&endpoint, options);
-        let api = api_store(&endpoint, options.encryption_config.as_deref()).await;
+        let api = api_store(
+            &endpoint,
+            options.encryption_config.as_deref(),
+            &options.media_type,
+        )
+        .await;
+        let key_prefix = api.resource_layout(&options.resource).key_prefix;
+        let mut options = options.clone();
+        options
+            .resource_prefix
+            .get_or_insert_with(|| format!("/{key_prefix}"));
+        let go = Reference::start(&endpoint, &options);
         let store = api.dynamic_store(&options.resource);
         Self {
             etcd,
@@ -163,17 +199,40 @@ impl Interop {
             api,
             store,
             resource: options.resource.clone(),
+            key_prefix,
+            media_type: options.media_type,
         }
     }
 
-    /// Another reference harness on the same etcd.
-    pub fn another_go(&self, options: &ReferenceOptions) -> Reference {
-        Reference::start(&self.etcd.endpoint(), options)
+    /// apistore's key of an object (`services/endpoints/ns/name`).
+    pub fn key(&self, namespace: &str, name: &str) -> String {
+        format!("{}/{namespace}/{name}", self.key_prefix)
     }
 
-    /// Another apistore store for the resource on the same etcd, with an encryption file.
+    /// The reference's key of an object, as kube's registry passes it
+    /// (`/services/endpoints/ns/name`).
+    pub fn go_key(&self, namespace: &str, name: &str) -> String {
+        format!("/{}", self.key(namespace, name))
+    }
+
+    /// The etcd key of an object.
+    pub fn etcd_key(&self, namespace: &str, name: &str) -> String {
+        format!("/registry{}", self.go_key(namespace, name))
+    }
+
+    /// Another reference harness on the same etcd, for the same resource prefix.
+    pub fn another_go(&self, options: &ReferenceOptions) -> Reference {
+        let mut options = options.clone();
+        options
+            .resource_prefix
+            .get_or_insert_with(|| format!("/{}", self.key_prefix));
+        Reference::start(&self.etcd.endpoint(), &options)
+    }
+
+    /// Another apistore store for the resource on the same etcd, with an encryption
+    /// file, writing the same media type.
     pub async fn another_store(&self, encryption: Option<&Path>) -> Etcd3Store<DynamicObject> {
-        api_store(&self.etcd.endpoint(), encryption)
+        api_store(&self.etcd.endpoint(), encryption, &self.media_type)
             .await
             .dynamic_store(&self.resource)
     }
@@ -295,8 +354,15 @@ pub fn event_summaries(events: &[(String, Value)]) -> Vec<(String, Value)> {
         .collect()
 }
 
-async fn api_store(endpoint: &str, encryption: Option<&Path>) -> ApiStore {
-    let mut builder = ApiStore::builder().endpoints([endpoint.to_owned()]);
+async fn api_store(endpoint: &str, encryption: Option<&Path>, media_type: &str) -> ApiStore {
+    let media_type = match media_type {
+        "json" => MediaType::Json,
+        "protobuf" => MediaType::Protobuf,
+        other => panic!("unknown media type {other}"),
+    };
+    let mut builder = ApiStore::builder()
+        .endpoints([endpoint.to_owned()])
+        .storage_media_type(media_type);
     if let Some(path) = encryption {
         builder = builder.encryption_config_file(path);
     }

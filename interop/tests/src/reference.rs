@@ -48,6 +48,9 @@ pub struct ReferenceOptions {
     pub encryption_config: Option<PathBuf>,
     /// `-prefix`.
     pub prefix: String,
+    /// `-resource-prefix` (`/services/endpoints`); [`crate::Interop`] fills in the one
+    /// kube-apiserver's registry uses when this is `None`.
+    pub resource_prefix: Option<String>,
 }
 
 impl ReferenceOptions {
@@ -59,6 +62,7 @@ impl ReferenceOptions {
             media_type: "json".to_owned(),
             encryption_config: None,
             prefix: "/registry".to_owned(),
+            resource_prefix: None,
         }
     }
 
@@ -101,6 +105,9 @@ impl Reference {
             .arg(&options.kind)
             .arg("-media-type")
             .arg(&options.media_type);
+        if let Some(prefix) = &options.resource_prefix {
+            command.arg("-resource-prefix").arg(prefix);
+        }
         if let Some(path) = &options.encryption_config {
             command.arg("-encryption-config").arg(path);
         }

@@ -5,7 +5,7 @@
 // Test helpers may unwrap: a failure is a failed test.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use apistore::{GetOptions, Storage, rewrite_stale};
+use apistore::{GetOptions, RewriteOptions, Storage, rewrite_stale};
 use apistore_interop::{
     EncryptionFile, Failure, Interop, Reference, ReferenceOptions, dynamic, summary, to_json,
 };
@@ -51,6 +51,8 @@ fn all_providers(secret: &str) -> String {
 
 struct Case {
     resource: &'static str,
+    /// kube's key prefix for it.
+    key_prefix: &'static str,
     kind: &'static str,
     /// How the stored bytes begin.
     prefix: &'static [u8],
@@ -84,26 +86,30 @@ fn endpoints(name: &str) -> Value {
 const CASES: &[Case] = &[
     Case {
         resource: "secrets",
+        key_prefix: "secrets",
         kind: "v1/Secret",
         prefix: b"k8s:enc:aesgcm:v1:key1:",
         object: secret,
     },
     Case {
         resource: "configmaps",
+        key_prefix: "configmaps",
         kind: "v1/ConfigMap",
         prefix: b"k8s:enc:aescbc:v1:key1:",
         object: configmap,
     },
     Case {
         resource: "serviceaccounts",
+        key_prefix: "serviceaccounts",
         kind: "v1/ServiceAccount",
         prefix: b"k8s:enc:secretbox:v1:key1:",
         object: service_account,
     },
     Case {
         resource: "endpoints",
+        key_prefix: "services/endpoints",
         kind: "v1/Endpoints",
-        prefix: b"{",
+        prefix: b"",
         object: endpoints,
     },
 ];
@@ -126,15 +132,23 @@ fn outcome(result: &Result<Value, Failure>) -> Result<Value, (u16, String)> {
     }
 }
 
-#[tokio::test]
-async fn every_provider_written_by_one_side_reads_on_the_other() {
+async fn every_provider_written_by_one_side_reads_on_the_other(media_type: &str) {
     let file = EncryptionFile::new(&all_providers(KEY1));
     let wrong = EncryptionFile::new(&all_providers(OTHER));
     for case in CASES {
-        let options = ReferenceOptions::new(case.resource, case.kind).encrypted(file.path());
+        let options = ReferenceOptions::new(case.resource, case.kind)
+            .encrypted(file.path())
+            .media_type(media_type);
         let mut t = Interop::start(&options).await;
-        let r = case.resource;
+        let r = case.key_prefix;
+        assert_eq!(t.key_prefix, r);
         let etcd_key = |name: &str| format!("/registry/{r}/ns/{name}");
+        // identity writes the codec's bytes as they are.
+        let prefix: &[u8] = match (case.prefix, media_type) {
+            (b"", "json") => b"{",
+            (b"", _) => b"k8s\0",
+            (prefix, _) => prefix,
+        };
 
         // kube writes, apistore reads.
         let by_go =
@@ -143,11 +157,11 @@ async fn every_provider_written_by_one_side_reads_on_the_other() {
                 .unwrap();
         let stored = t.raw_get(&etcd_key("by-go")).await.unwrap();
         assert!(
-            stored.starts_with(case.prefix),
+            stored.starts_with(prefix),
             "{r}: {:?}",
             String::from_utf8_lossy(&stored)
         );
-        if case.prefix != b"{" {
+        if !case.prefix.is_empty() {
             assert!(
                 !stored
                     .windows(7)
@@ -171,7 +185,7 @@ async fn every_provider_written_by_one_side_reads_on_the_other() {
         );
         let stored = t.raw_get(&etcd_key("by-api")).await.unwrap();
         assert!(
-            stored.starts_with(case.prefix),
+            stored.starts_with(prefix),
             "{r}: {:?}",
             String::from_utf8_lossy(&stored)
         );
@@ -214,8 +228,11 @@ async fn every_provider_written_by_one_side_reads_on_the_other() {
 
         // The same key name with another secret: both fail alike (or, for identity
         // first, both read the plaintext).
-        let mut go_wrong =
-            t.another_go(&ReferenceOptions::new(r, case.kind).encrypted(wrong.path()));
+        let mut go_wrong = t.another_go(
+            &ReferenceOptions::new(case.resource, case.kind)
+                .encrypted(wrong.path())
+                .media_type(media_type),
+        );
         let api_wrong = t.another_store(Some(wrong.path())).await;
         for name in ["by-go", "by-api"] {
             let go = go_wrong.get(&format!("/{r}/ns/{name}"), "").await;
@@ -230,12 +247,13 @@ async fn every_provider_written_by_one_side_reads_on_the_other() {
                 outcome(&api),
                 "{r}: {name} with the wrong key"
             );
-            if case.prefix != b"{" {
+            if !case.prefix.is_empty() {
                 assert_eq!(go.unwrap_err().essence(), (500, "InternalError", ""));
             }
         }
         // Without any encryption configured: both refuse the ciphertext alike.
-        let mut go_plain = t.another_go(&ReferenceOptions::new(r, case.kind));
+        let mut go_plain =
+            t.another_go(&ReferenceOptions::new(case.resource, case.kind).media_type(media_type));
         let api_plain = t.another_store(None).await;
         let go = go_plain.get(&format!("/{r}/ns/by-api"), "").await;
         let api = api_get(&api_plain, &format!("{r}/ns/by-api")).await;
@@ -275,6 +293,7 @@ fn cbc_to_secretbox(stage: u8) -> String {
 }
 
 async fn rotation(
+    media_type: &str,
     resource: &str,
     kind: &str,
     object: fn(&str) -> Value,
@@ -284,7 +303,11 @@ async fn rotation(
 ) {
     let [first, both, last] = stages.map(|s| EncryptionFile::new(&s));
     let r = resource;
-    let options = |file: &EncryptionFile| ReferenceOptions::new(r, kind).encrypted(file.path());
+    let options = |file: &EncryptionFile| {
+        ReferenceOptions::new(r, kind)
+            .encrypted(file.path())
+            .media_type(media_type)
+    };
     let mut t = Interop::start(&options(&first)).await;
     let etcd_key = |name: &str| format!("/registry/{r}/ns/{name}");
 
@@ -322,7 +345,9 @@ async fn rotation(
         assert_ne!(t.raw_get(&etcd_key(name)).await.unwrap(), before);
         assert_eq!(after["metadata"]["name"], name);
     }
-    let summary_of_rewrite = rewrite_stale(&api_both, r, 2, |_, _| {}).await.unwrap();
+    let summary_of_rewrite = rewrite_stale(&api_both, r, &RewriteOptions::default(), |_, _| {})
+        .await
+        .unwrap();
     assert!(
         summary_of_rewrite.failed.is_empty(),
         "{:?}",
@@ -339,7 +364,9 @@ async fn rotation(
         );
     }
     // A second pass has nothing stale left, on either side.
-    let again = rewrite_stale(&api_both, r, 2, |_, _| {}).await.unwrap();
+    let again = rewrite_stale(&api_both, r, &RewriteOptions::default(), |_, _| {})
+        .await
+        .unwrap();
     assert_eq!(again.rewritten, 0, "{r}");
     let before = t.raw_get(&etcd_key("go-1")).await.unwrap();
     go_both.touch(&format!("/{r}/ns/go-1")).await.unwrap();
@@ -359,9 +386,9 @@ async fn rotation(
     }
 }
 
-#[tokio::test]
-async fn aesgcm_key_rotation_across_sides() {
+async fn aesgcm_key_rotation_across_sides(media_type: &str) {
     rotation(
+        media_type,
         "secrets",
         "v1/Secret",
         secret,
@@ -376,9 +403,9 @@ async fn aesgcm_key_rotation_across_sides() {
     .await;
 }
 
-#[tokio::test]
-async fn aescbc_to_secretbox_rotation_across_sides() {
+async fn aescbc_to_secretbox_rotation_across_sides(media_type: &str) {
     rotation(
+        media_type,
         "configmaps",
         "v1/ConfigMap",
         configmap,
@@ -392,3 +419,9 @@ async fn aescbc_to_secretbox_rotation_across_sides() {
     )
     .await;
 }
+
+apistore_interop::per_media_type!(
+    every_provider_written_by_one_side_reads_on_the_other,
+    aesgcm_key_rotation_across_sides,
+    aescbc_to_secretbox_rotation_across_sides,
+);

@@ -10,8 +10,8 @@ use apistore::{
 use apistore_interop::{Failure, Interop, ReferenceOptions, configmap, dynamic};
 use serde_json::{Value, json};
 
-fn configmaps() -> ReferenceOptions {
-    ReferenceOptions::new("configmaps", "v1/ConfigMap")
+fn configmaps(media_type: &str) -> ReferenceOptions {
+    ReferenceOptions::new("configmaps", "v1/ConfigMap").media_type(media_type)
 }
 
 fn list_options(rv: &str, rv_match: ResourceVersionMatch, limit: i64, token: &str) -> ListOptions {
@@ -77,9 +77,8 @@ struct Row {
     api: Failure,
 }
 
-#[tokio::test]
-async fn same_failures_same_reason_and_code() {
-    let mut t = Interop::start(&configmaps()).await;
+async fn same_failures_same_reason_and_code(media_type: &str) {
+    let mut t = Interop::start(&configmaps(media_type)).await;
     let existing =
         t.go.create("/configmaps/a/exists", &configmap("a", "exists"))
             .await
@@ -457,9 +456,8 @@ async fn same_failures_same_reason_and_code() {
 
 /// A value of another kind under the resource's key: kube's typed codec refuses it,
 /// apistore's dynamic store takes any object (recorded, not asserted equal).
-#[tokio::test]
-async fn value_of_another_kind() {
-    let mut t = Interop::start(&configmaps()).await;
+async fn value_of_another_kind(media_type: &str) {
+    let mut t = Interop::start(&configmaps(media_type)).await;
     t.raw_put(
         "/registry/configmaps/z/other",
         br#"{"apiVersion":"v1","kind":"Secret","metadata":{"name":"other"}}"#,
@@ -478,9 +476,8 @@ async fn value_of_another_kind() {
 }
 
 /// Creating an object that carries a resourceVersion.
-#[tokio::test]
-async fn create_with_a_resource_version() {
-    let mut t = Interop::start(&configmaps()).await;
+async fn create_with_a_resource_version(media_type: &str) {
+    let mut t = Interop::start(&configmaps(media_type)).await;
     let mut object = configmap("a", "rv");
     object["metadata"]["resourceVersion"] = json!("5");
     let go = t.go.create("/configmaps/a/rv", &object).await.unwrap_err();
@@ -518,3 +515,9 @@ fn base64url(text: &str) -> String {
     }
     out
 }
+
+apistore_interop::per_media_type!(
+    same_failures_same_reason_and_code,
+    value_of_another_kind,
+    create_with_a_resource_version
+);

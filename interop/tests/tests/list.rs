@@ -14,8 +14,8 @@ use apistore_interop::{
 };
 use serde_json::json;
 
-fn configmaps() -> ReferenceOptions {
-    ReferenceOptions::new("configmaps", "v1/ConfigMap")
+fn configmaps(media_type: &str) -> ReferenceOptions {
+    ReferenceOptions::new("configmaps", "v1/ConfigMap").media_type(media_type)
 }
 
 fn options(rv: &str, rv_match: ResourceVersionMatch, limit: i64, token: &str) -> ListOptions {
@@ -72,9 +72,8 @@ async fn seed(t: &mut Interop) {
     }
 }
 
-#[tokio::test]
-async fn pages_continue_across_sides_with_the_same_tokens() {
-    let mut t = Interop::start(&configmaps()).await;
+async fn pages_continue_across_sides_with_the_same_tokens(media_type: &str) {
+    let mut t = Interop::start(&configmaps(media_type)).await;
     seed(&mut t).await;
     let unset = ResourceVersionMatch::Unset;
 
@@ -143,9 +142,8 @@ async fn pages_continue_across_sides_with_the_same_tokens() {
     assert_eq!(api_sel.continue_token, go_sel.continue_token);
 }
 
-#[tokio::test]
-async fn inconsistent_continue_after_compaction_gives_the_same_410() {
-    let mut t = Interop::start(&configmaps()).await;
+async fn inconsistent_continue_after_compaction_gives_the_same_410(media_type: &str) {
+    let mut t = Interop::start(&configmaps(media_type)).await;
     seed(&mut t).await;
     let unset = ResourceVersionMatch::Unset;
     let go1 = t.go.list("/configmaps", json!({"limit": 1})).await.unwrap();
@@ -191,9 +189,8 @@ async fn inconsistent_continue_after_compaction_gives_the_same_410() {
     assert_eq!(api2.items[0]["metadata"]["labels"]["changed"], "yes");
 }
 
-#[tokio::test]
-async fn exact_and_not_older_than_at_each_others_revisions() {
-    let mut t = Interop::start(&configmaps()).await;
+async fn exact_and_not_older_than_at_each_others_revisions(media_type: &str) {
+    let mut t = Interop::start(&configmaps(media_type)).await;
     let by_go =
         t.go.create("/configmaps/a/x", &configmap("a", "x"))
             .await
@@ -301,3 +298,9 @@ async fn exact_and_not_older_than_at_each_others_revisions() {
     eprintln!("Exact at a compacted revision: kube {go:?}, apistore {api:?}");
     assert_eq!(api.essence(), go.essence());
 }
+
+apistore_interop::per_media_type!(
+    pages_continue_across_sides_with_the_same_tokens,
+    inconsistent_continue_after_compaction_gives_the_same_410,
+    exact_and_not_older_than_at_each_others_revisions
+);

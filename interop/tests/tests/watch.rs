@@ -13,8 +13,8 @@ use serde_json::json;
 
 const WAIT: Duration = Duration::from_secs(5);
 
-fn configmaps() -> ReferenceOptions {
-    ReferenceOptions::new("configmaps", "v1/ConfigMap")
+fn configmaps(media_type: &str) -> ReferenceOptions {
+    ReferenceOptions::new("configmaps", "v1/ConfigMap").media_type(media_type)
 }
 
 fn rv_of(object: &serde_json::Value) -> String {
@@ -24,9 +24,8 @@ fn rv_of(object: &serde_json::Value) -> String {
         .to_owned()
 }
 
-#[tokio::test]
-async fn apistore_watches_from_kubes_revisions() {
-    let mut t = Interop::start(&configmaps()).await;
+async fn apistore_watches_from_kubes_revisions(media_type: &str) {
+    let mut t = Interop::start(&configmaps(media_type)).await;
     let start = t.go.list("/configmaps", json!({})).await.unwrap();
     let created =
         t.go.create("/configmaps/a/w", &configmap("a", "w"))
@@ -51,9 +50,8 @@ async fn apistore_watches_from_kubes_revisions() {
     assert_eq!(kinds, ["ADDED", "MODIFIED", "DELETED"]);
 }
 
-#[tokio::test]
-async fn kube_watches_from_apistores_revisions() {
-    let mut t = Interop::start(&configmaps()).await;
+async fn kube_watches_from_apistores_revisions(media_type: &str) {
+    let mut t = Interop::start(&configmaps(media_type)).await;
     let start = t.store.list("configmaps", &Default::default()).await;
     let start = start.unwrap().metadata.resource_version;
     let created = t
@@ -89,9 +87,8 @@ async fn kube_watches_from_apistores_revisions() {
 }
 
 /// A watch from "0" begins with the current state as ADDED events on both sides.
-#[tokio::test]
-async fn watch_from_zero_starts_with_the_current_state() {
-    let mut t = Interop::start(&configmaps()).await;
+async fn watch_from_zero_starts_with_the_current_state(media_type: &str) {
+    let mut t = Interop::start(&configmaps(media_type)).await;
     t.go.create("/configmaps/a/one", &configmap("a", "one"))
         .await
         .unwrap();
@@ -105,9 +102,8 @@ async fn watch_from_zero_starts_with_the_current_state() {
     assert_eq!(event_summaries(&api), event_summaries(&go));
 }
 
-#[tokio::test]
-async fn watch_from_a_compacted_revision_ends_with_the_same_410() {
-    let mut t = Interop::start(&configmaps()).await;
+async fn watch_from_a_compacted_revision_ends_with_the_same_410(media_type: &str) {
+    let mut t = Interop::start(&configmaps(media_type)).await;
     let first =
         t.go.create("/configmaps/a/c", &configmap("a", "c"))
             .await
@@ -146,3 +142,10 @@ async fn watch_from_a_compacted_revision_ends_with_the_same_410() {
         assert_eq!((go.code, go.reason.as_str()), want);
     }
 }
+
+apistore_interop::per_media_type!(
+    apistore_watches_from_kubes_revisions,
+    kube_watches_from_apistores_revisions,
+    watch_from_zero_starts_with_the_current_state,
+    watch_from_a_compacted_revision_ends_with_the_same_410
+);
