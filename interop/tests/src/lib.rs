@@ -108,7 +108,8 @@ pub fn to_json(object: &DynamicObject) -> Value {
 
 /// What must agree between the sides about an object: identity, resourceVersion,
 /// labels and content (`data`, `spec`...), without the encoding's incidentals (field
-/// order, `creationTimestamp: null`).
+/// order, and the `null`s and `{}`s Go's encoding/json writes for zero-valued fields
+/// without `omitempty`, such as `creationTimestamp: null` or `strategy: {}`).
 pub fn summary(object: &Value) -> Value {
     let metadata = &object["metadata"];
     let mut content = serde_json::Map::new();
@@ -125,8 +126,23 @@ pub fn summary(object: &Value) -> Value {
         "uid": metadata["uid"],
         "resourceVersion": metadata["resourceVersion"],
         "labels": metadata.get("labels").cloned().unwrap_or_else(|| json!({})),
-        "content": content,
+        "content": prune(Value::Object(content)),
     })
+}
+
+/// Drops `null` and empty-object fields, recursively.
+fn prune(value: Value) -> Value {
+    match value {
+        Value::Object(fields) => Value::Object(
+            fields
+                .into_iter()
+                .map(|(k, v)| (k, prune(v)))
+                .filter(|(_, v)| !v.is_null() && v.as_object().is_none_or(|o| !o.is_empty()))
+                .collect(),
+        ),
+        Value::Array(items) => Value::Array(items.into_iter().map(prune).collect()),
+        other => other,
+    }
 }
 
 /// The storage media types every encoding-sensitive test runs with.

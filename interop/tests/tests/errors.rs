@@ -48,6 +48,7 @@ const KNOWN_DIFFERENCES: &[(&str, Answer, Answer)] = &[
         (500, ""),
         (500, "InternalError"),
     ),
+    ("get corrupt protobuf", (500, ""), (500, "InternalError")),
     (
         "get an undecodable value",
         (500, ""),
@@ -406,6 +407,21 @@ async fn same_failures_same_reason_and_code(media_type: &str) {
         api: failed(
             t.store
                 .delete("configmaps/z/bad", DeleteOptions::default())
+                .await,
+        ),
+    });
+    // Protobuf's magic followed by bytes that are no runtime.Unknown.
+    t.raw_put(
+        "/registry/configmaps/z/badpb",
+        b"k8s\x00\xff\xff\xff garbage",
+    )
+    .await;
+    rows.push(Row {
+        case: "get corrupt protobuf",
+        go: go_failed(t.go.get("/configmaps/z/badpb", "").await),
+        api: failed(
+            t.store
+                .get("configmaps/z/badpb", &GetOptions::default())
                 .await,
         ),
     });
