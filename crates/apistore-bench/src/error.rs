@@ -18,6 +18,12 @@ pub(crate) enum BenchError {
     /// A raw etcd-client call failed.
     #[error("etcd-client: {0}")]
     Etcd(#[from] etcd_client::Error),
+    /// The protobuf transcoder refused a value.
+    #[error("protobuf: {0}")]
+    Protobuf(#[from] apistore_protobuf::ProtobufError),
+    /// A codec refused a value.
+    #[error("codec: {0}")]
+    Codec(#[from] apistore_storage::CodecError),
     /// JSON encoding or decoding failed.
     #[error("json: {0}")]
     Json(#[from] serde_json::Error),

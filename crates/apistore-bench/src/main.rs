@@ -11,13 +11,15 @@
 //! Workloads: create, get, guaranteed update and delete at 1 and 16 callers (src/crud.rs);
 //! lists of 10,000 objects, whole and in pages (src/list.rs); a watcher over 20,000
 //! writes and 1,000 idle watches (src/watch.rs); AES-GCM against identity and telemetry
-//! on against off (both arms apistore). The baseline is src/raw.rs.
+//! on against off (both arms apistore); lists of 10,000 realistic Pods stored as kube's
+//! protobuf against the same Pods as JSON and against a raw range plus decode
+//! (src/pods.rs). The baseline is src/raw.rs.
 //!
 //! Options (after `--` when run through cargo):
 //! - `--quick`: fewer rounds and shorter runs (under two minutes); the report is printed
 //!   but docs/benchmarks.md is left alone;
 //! - `--only NAME` (repeatable): only the workloads whose names contain one of the
-//!   NAMEs (`create`, `get, 16`, `list whole`, `watch`, `idle`, `aes`, `aes get`,
+//!   NAMEs (`create`, `get, 16`, `list whole`, `pods`, `watch`, `idle`, `aes`, `aes get`,
 //!   `telemetry`, `telemetry untraced create`, `telemetry traced guaranteed update`...),
 //!   for profiling;
 //! - `--arm apistore|raw`: run only arm A or only arm B, for profiling (no report);
@@ -32,6 +34,7 @@ mod error;
 mod list;
 mod machine;
 mod object;
+mod pods;
 mod raw;
 mod report;
 mod settings;
@@ -229,6 +232,13 @@ async fn run_workloads(bench: &Bench) -> Result<(Vec<Comparison>, Vec<String>)> 
     if settings.selected("list whole") || settings.selected("list pages of 500") {
         println!("list: apistore against raw etcd-client");
         comparisons.extend(bench.list_section().await?);
+        println!("  ({:.0} s)", section_started.elapsed().as_secs_f64());
+    }
+
+    let section_started = Instant::now();
+    if settings.selected(pods::AGAINST_JSON) || settings.selected(pods::AGAINST_RAW) {
+        println!("pods: protobuf against JSON and against raw etcd-client");
+        comparisons.extend(bench.pods_section().await?);
         println!("  ({:.0} s)", section_started.elapsed().as_secs_f64());
     }
 

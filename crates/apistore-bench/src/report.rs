@@ -107,6 +107,11 @@ impl Report {
                 "One call lists everything, or a walk of pages of 500 (each page dropped before the next). *peak memory*: the most bytes allocated at once during the call (a walk: during any page), above what was allocated before it; *bytes listed*: the keys and values etcd returned for that call (a walk: its largest page).",
             ),
             (
+                Section::PodList,
+                "List of 10,000 Pods: protobuf against JSON and raw",
+                "10,000 realistic Pods (two containers with resources, probes, env and mounts; status with conditions and container statuses) stored twice, as kube's protobuf and as Go's JSON, each listed in one call through `Etcd3Store<DynamicObject>` with `StorageCodec` (protobuf resp. JSON). *raw range + decode*: one etcd-client range of the JSON copies, each value decoded with `serde_json` into the same `DynamicObject`. *decode/object*: the stored values decoded alone, no etcd.",
+            ),
+            (
                 Section::Watch,
                 "Watch: one watcher, many writes",
                 "16 raw writers put new keys as fast as etcd takes them while one watcher decodes every event; *events/s* is bounded by how fast etcd takes the writes. *lag*: from sending a write to receiving its event. The client CPU includes the writers, the same in both arms. *replay*: a second watch from the same revision reads the same events from etcd's history, with no writers: the watch path alone.",
@@ -235,6 +240,22 @@ impl Report {
                 a_median(c, col::PEAK_RATIO),
                 false,
                 3.0,
+                Unit::Ratio,
+            );
+        }
+        for (workload, what, goal) in [
+            (crate::pods::AGAINST_JSON, "time protobuf/json", 1.0),
+            (
+                crate::pods::AGAINST_RAW,
+                "time protobuf/(raw range + decode)",
+                1.15,
+            ),
+        ] {
+            push(
+                format!("list 10,000 Pods: {what}"),
+                ratio(find(Section::PodList, workload), col::TIME),
+                false,
+                goal,
                 Unit::Ratio,
             );
         }

@@ -77,6 +77,8 @@ pub(crate) enum Section {
     Crud,
     /// Whole and paged lists.
     List,
+    /// Lists of Pods stored as protobuf, against JSON and against raw.
+    PodList,
     /// One watcher and many writes.
     Watch,
     /// The memory of idle watches.
