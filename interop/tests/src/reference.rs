@@ -197,6 +197,19 @@ impl Reference {
         Ok(answer["object"].clone())
     }
 
+    /// A guaranteed update replacing the object with `object`, under `preconditions`.
+    pub async fn replace(
+        &mut self,
+        key: &str,
+        object: &Value,
+        preconditions: Value,
+    ) -> Result<Value, Failure> {
+        let answer = self
+            .request(json!({"op": "update", "key": key, "object": object, "preconditions": preconditions}))
+            .await?;
+        Ok(answer["object"].clone())
+    }
+
     /// A guaranteed update that changes nothing (it writes only when the stored bytes
     /// are stale or differ from the current encoding).
     pub async fn touch(&mut self, key: &str) -> Result<Value, Failure> {

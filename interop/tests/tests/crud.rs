@@ -335,4 +335,68 @@ async fn deployments_both_ways(media_type: &str) {
     assert_eq!(summary(&to_json(&read)), summary(&updated));
 }
 
-apistore_interop::per_media_type!(deployments_both_ways);
+/// kube replaces apistore's object wholesale (as a PUT does) and apistore replaces
+/// kube's; each reads the other's replacement.
+async fn replacements_both_ways(media_type: &str) {
+    let mut t = Interop::start(&configmaps(media_type)).await;
+    let created = t
+        .store
+        .create(
+            "configmaps/default/r",
+            dynamic(&configmap("default", "r")),
+            0,
+        )
+        .await
+        .unwrap();
+    let mut replacement = configmap("default", "r");
+    replacement["data"] = json!({"replaced": "by kube"});
+    let replaced =
+        t.go.replace(
+            "/configmaps/default/r",
+            &replacement,
+            json!({"resourceVersion": created.metadata.resource_version}),
+        )
+        .await
+        .unwrap();
+    let read = t
+        .store
+        .get("configmaps/default/r", &GetOptions::default())
+        .await
+        .unwrap();
+    assert_eq!(summary(&to_json(&read)), summary(&replaced));
+    assert_eq!(read.data["data"], json!({"replaced": "by kube"}));
+
+    let mut again = dynamic(&configmap("default", "r"));
+    again
+        .data
+        .insert("data".into(), json!({"replaced": "by apistore"}));
+    let replaced = t
+        .store
+        .guaranteed_update(
+            "configmaps/default/r",
+            UpdateOptions {
+                preconditions: Some(Preconditions::resource_version(
+                    read.metadata.resource_version.clone(),
+                )),
+                ..UpdateOptions::default()
+            },
+            move |_, _| Ok(again.clone().into()),
+        )
+        .await
+        .unwrap();
+    let read = t.go.get("/configmaps/default/r", "").await.unwrap();
+    assert_eq!(summary(&read), summary(&to_json(&replaced)));
+    assert_eq!(read["data"], json!({"replaced": "by apistore"}));
+    // A stale resourceVersion precondition on a replacement: the same 409 on both.
+    let go =
+        t.go.replace(
+            "/configmaps/default/r",
+            &replacement,
+            json!({"resourceVersion": created.metadata.resource_version}),
+        )
+        .await
+        .unwrap_err();
+    assert_eq!((go.code, go.reason.as_str()), (409, "Conflict"));
+}
+
+apistore_interop::per_media_type!(deployments_both_ways, replacements_both_ways);
