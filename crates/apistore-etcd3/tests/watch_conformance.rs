@@ -392,10 +392,12 @@ async fn lost_etcd_ends_watch_with_error() {
     );
 }
 
-/// `RequestWatchProgress` against this etcd (3.4.23): the feature support checker says
-/// the version cannot be trusted with it (fixed in 3.4.31 and 3.5.13), and the store
-/// forwards the request anyway, as kube-apiserver's does: each watch of the store gets
-/// a bookmark at etcd's revision.
+/// `RequestWatchProgress` on whichever etcd runs (`cargo xtask test --etcd 3.4|3.5|3.6`):
+/// the feature support checker takes its supported path on 3.5.13 and later and on 3.6,
+/// and says unsupported on 3.4.23 (fixed in 3.4.31 and 3.5.13: etcd issues 15220 and
+/// 17507); the expectation comes from the version etcd reports, so every version
+/// asserts its own outcome. The store forwards the request whatever the version, as
+/// kube-apiserver's does: each watch of the store gets a bookmark at etcd's revision.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn request_watch_progress_on_this_etcd() {
     let backend = Etcd3Backend::new("request_watch_progress").await;
@@ -404,19 +406,11 @@ async fn request_watch_progress_on_this_etcd() {
         !store.supports_request_watch_progress(),
         "nothing is supported before a check"
     );
-    let version = backend
-        .raw
-        .maintenance_client()
-        .status()
-        .await
-        .unwrap()
-        .version()
-        .to_owned();
-    let numbers: Vec<u64> = version.split('.').map(|n| n.parse().unwrap()).collect();
-    let fixed = match (numbers[0], numbers[1]) {
-        (3, 4) => numbers[2] >= 31,
-        (3, 5) => numbers[2] >= 13,
-        (major, minor) => (major, minor) > (3, 5),
+    let (version, release) = etcd_release(&backend).await;
+    let fixed = match release {
+        (3, 4, patch) => patch >= 31,
+        (3, 5, patch) => patch >= 13,
+        (major, minor, _) => (major, minor) > (3, 5),
     };
     assert_eq!(
         store.check_request_watch_progress_support().await.unwrap(),
@@ -448,6 +442,107 @@ async fn request_watch_progress_on_this_etcd() {
         other => panic!("expected a Bookmark, got {other:?}"),
     }
     assert_eq!(metric(&backend, "etcd_bookmark_counts"), bookmarks + 1.0);
+}
+
+/// The version etcd reports (maintenance status), as text and as numbers.
+async fn etcd_release(backend: &Etcd3Backend) -> (String, (u64, u64, u64)) {
+    let version = backend
+        .raw
+        .maintenance_client()
+        .status()
+        .await
+        .unwrap()
+        .version()
+        .to_owned();
+    let numbers: Vec<u64> = version
+        .split(['.', '-', '+'])
+        .take(3)
+        .map(|n| {
+            n.parse()
+                .unwrap_or_else(|_| panic!("etcd version {version:?}"))
+        })
+        .collect();
+    let release = (numbers[0], numbers[1], numbers[2]);
+    (version, release)
+}
+
+/// How an etcd answers a progress request while a watch on the stream waits for a
+/// revision it has not reached yet.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum FutureWatchProgress {
+    /// At once, at its current revision (before etcd-io/etcd#15220's fix, 3.4.25 and
+    /// 3.5.8, the stream answered by itself).
+    AtOnce,
+    /// Not at all until its revision reaches every watch's start (etcd-io/etcd#20241:
+    /// 3.5.23 and later, 3.6.2 and later; 3.5.21 still answered).
+    Withheld,
+    /// The releases in between, which these tests do not run on: either.
+    Either,
+}
+
+fn future_watch_progress(release: (u64, u64, u64)) -> FutureWatchProgress {
+    match release {
+        (3, 4, patch) if patch < 25 => FutureWatchProgress::AtOnce,
+        (3, 5, patch) if patch >= 23 => FutureWatchProgress::Withheld,
+        (3, 6, patch) if patch >= 2 => FutureWatchProgress::Withheld,
+        (major, minor, _) if (major, minor) > (3, 6) => FutureWatchProgress::Withheld,
+        _ => FutureWatchProgress::Either,
+    }
+}
+
+/// A watch from the current resourceVersion is an etcd watch from the next revision.
+/// A progress request before any write: etcd 3.4.23 answers at once with a bookmark at
+/// the current revision; etcd 3.5.35 and 3.6.16 answer nothing (etcd checks every watch
+/// of the stream, so one such watch silences the request for all the store's watches),
+/// as kube's own `TestProgressNotify` allows for since etcd 3.6.2. After one write
+/// elsewhere every version answers, at that write's revision. On an etcd of its own, so
+/// that no other test's write moves the revision.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn request_watch_progress_with_a_watch_at_a_future_revision() {
+    let backend = Etcd3Backend::dedicated("progress_future", EtcdOptions::default()).await;
+    let store = &backend.store;
+    let (version, release) = etcd_release(&backend).await;
+    let expected = future_watch_progress(release);
+    let rv = current_rv(store).await;
+    let mut w = store.watch("/pods/ns", &from(&rv, true)).await.unwrap();
+    // The watch must be on etcd's stream before the request is.
+    wait_for_etcd_watchers(&backend.endpoint, 1).await;
+
+    store.request_watch_progress().await.unwrap();
+    let answer = tokio::time::timeout(Duration::from_secs(2), next_event(&mut w)).await;
+    match (expected, answer) {
+        (FutureWatchProgress::AtOnce | FutureWatchProgress::Either, Ok(Some(event))) => {
+            let WatchEvent::Bookmark(bookmark) = event else {
+                panic!("etcd {version}: expected a Bookmark, got {event:?}");
+            };
+            assert_eq!(bookmark.metadata.resource_version, rv, "etcd {version}");
+        }
+        (FutureWatchProgress::Withheld | FutureWatchProgress::Either, Err(_)) => {}
+        (expected, answer) => panic!("etcd {version}: expected {expected:?}, got {answer:?}"),
+    }
+
+    let key = backend.etcd_key("/increaseRV");
+    let written = backend
+        .raw
+        .kv_client()
+        .put(key, "ok", None)
+        .await
+        .unwrap()
+        .header()
+        .unwrap()
+        .revision();
+    store.request_watch_progress().await.unwrap();
+    match expect_event(&mut w, "progress after a write").await {
+        WatchEvent::Bookmark(bookmark) => {
+            assert_eq!(
+                bookmark.metadata.resource_version,
+                written.to_string(),
+                "etcd {version}"
+            );
+        }
+        other => panic!("etcd {version}: expected a Bookmark, got {other:?}"),
+    }
+    expect_no_more(&mut w).await;
 }
 
 /// An unparsable resourceVersion is refused before the watch starts.

@@ -577,6 +577,13 @@ pub async fn run_test_watch_delete_event_object_have_latest_rv<B: Backend>(backe
 /// `RunOptionalTestProgressNotify`: with progress notifications asked for (and a
 /// backend that sends them every second), a quiet watch gets a Bookmark: an empty pod
 /// with only a resourceVersion, not older than the last write.
+///
+/// As the reference does since etcd 3.6.2 (kubernetes commit b82f4b24a, "Fix
+/// TestProgressNotify for etcd v3.6.2", after etcd-io/etcd#20241): one write elsewhere
+/// first (its `increaseRV`). A watch from the create's resourceVersion is an etcd watch
+/// from the next revision; etcd 3.5.23 and later 3.5 releases (3.5.21 did not yet) and
+/// 3.6.2 and later send no progress notification to a watch whose start revision etcd
+/// has not reached, so without that write the bookmark would never come.
 pub async fn run_test_progress_notify<B: Backend>(backend: &B) {
     let store = backend.store();
     let input = Pod::new("test-ns", "name");
@@ -585,6 +592,9 @@ pub async fn run_test_progress_notify<B: Backend>(backend: &B) {
         .create(&key, input, 0)
         .await
         .unwrap_or_else(|err| panic!("create failed: {err}"));
+    backend
+        .raw_put(&backend.etcd_key("/increaseRV"), b"ok".to_vec())
+        .await;
     let options = ListOptions {
         resource_version: out.metadata.resource_version.clone(),
         progress_notify: true,
