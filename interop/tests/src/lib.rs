@@ -95,6 +95,17 @@ impl Listed {
         }
     }
 
+    /// What must agree between the sides about a page: the items' summaries, the
+    /// resourceVersion, the continue token and the remaining item count.
+    pub fn essence(&self) -> (Vec<Value>, &str, &str, Option<i64>) {
+        (
+            self.summaries(),
+            &self.resource_version,
+            &self.continue_token,
+            self.remaining_item_count,
+        )
+    }
+
     /// The items as [`summary`] sees them.
     pub fn summaries(&self) -> Vec<Value> {
         self.items.iter().map(summary).collect()
@@ -327,14 +338,25 @@ pub async fn api_watch(
     events: usize,
     timeout: Duration,
 ) -> Result<Vec<(String, Value)>, Failure> {
-    use apistore::Storage as _;
     let options = apistore::ListOptions {
         resource_version: resource_version.to_owned(),
         recursive: true,
         ..apistore::ListOptions::default()
     };
+    api_watch_with(store, key, &options, events, timeout).await
+}
+
+/// [`api_watch`] with any options (selectors, non-recursive).
+pub async fn api_watch_with(
+    store: &Etcd3Store<DynamicObject>,
+    key: &str,
+    options: &apistore::ListOptions,
+    events: usize,
+    timeout: Duration,
+) -> Result<Vec<(String, Value)>, Failure> {
+    use apistore::Storage as _;
     let mut stream = store
-        .watch(key, &options)
+        .watch(key, options)
         .await
         .map_err(|err| Failure::from_error(&err))?;
     let mut seen = Vec::new();

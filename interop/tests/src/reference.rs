@@ -175,6 +175,19 @@ impl Reference {
         Ok(answer["object"].clone())
     }
 
+    /// `create` with a TTL in seconds.
+    pub async fn create_with_ttl(
+        &mut self,
+        key: &str,
+        object: &Value,
+        ttl: u64,
+    ) -> Result<Value, Failure> {
+        let answer = self
+            .request(json!({"op": "create", "key": key, "object": object, "ttl": ttl}))
+            .await?;
+        Ok(answer["object"].clone())
+    }
+
     /// `get` with a minimum resourceVersion (empty for none).
     pub async fn get(&mut self, key: &str, resource_version: &str) -> Result<Value, Failure> {
         let answer = self
@@ -248,12 +261,25 @@ impl Reference {
         events: usize,
         timeout_millis: u64,
     ) -> Result<Vec<(String, Value)>, Failure> {
-        let answer = self
-            .request(json!({
-                "op": "watch", "key": key, "resourceVersion": resource_version,
-                "events": events, "timeoutMillis": timeout_millis,
-            }))
-            .await?;
+        self.watch_with(key, resource_version, events, timeout_millis, json!({}))
+            .await
+    }
+
+    /// [`Self::watch`] with more of the request (`labelSelector`, `recursive`).
+    pub async fn watch_with(
+        &mut self,
+        key: &str,
+        resource_version: &str,
+        events: usize,
+        timeout_millis: u64,
+        extra: Value,
+    ) -> Result<Vec<(String, Value)>, Failure> {
+        let mut request = json!({
+            "op": "watch", "key": key, "resourceVersion": resource_version,
+            "events": events, "timeoutMillis": timeout_millis,
+        });
+        merge(&mut request, extra);
+        let answer = self.request(request).await?;
         Ok(answer["events"]
             .as_array()
             .cloned()

@@ -399,4 +399,46 @@ async fn replacements_both_ways(media_type: &str) {
     assert_eq!((go.code, go.reason.as_str()), (409, "Conflict"));
 }
 
-apistore_interop::per_media_type!(deployments_both_ways, replacements_both_ways);
+/// A guaranteed update with ignoreNotFound creates the object; the other side reads it.
+async fn update_creates_when_ignoring_not_found(media_type: &str) {
+    let mut t = Interop::start(&configmaps(media_type)).await;
+    let by_go =
+        t.go.request(
+            json!({"op": "update", "key": "/configmaps/a/new-go", "ignoreNotFound": true,
+            "object": configmap("a", "new-go")}),
+        )
+        .await
+        .unwrap();
+    let read = t
+        .store
+        .get("configmaps/a/new-go", &GetOptions::default())
+        .await
+        .unwrap();
+    assert_eq!(summary(&to_json(&read)), summary(&by_go["object"]));
+    let fresh = dynamic(&configmap("a", "new-api"));
+    let by_api = t
+        .store
+        .guaranteed_update(
+            "configmaps/a/new-api",
+            UpdateOptions {
+                ignore_not_found: true,
+                ..UpdateOptions::default()
+            },
+            move |_, meta| {
+                assert_eq!(meta.resource_version, 0);
+                Ok(fresh.clone().into())
+            },
+        )
+        .await
+        .unwrap();
+    let read = t.go.get("/configmaps/a/new-api", "").await.unwrap();
+    assert_eq!(summary(&read), summary(&to_json(&by_api)));
+    assert_eq!(t.go.count("/configmaps").await.unwrap(), 2);
+    assert_eq!(t.store.count("configmaps").await.unwrap(), 2);
+}
+
+apistore_interop::per_media_type!(
+    deployments_both_ways,
+    replacements_both_ways,
+    update_creates_when_ignoring_not_found
+);

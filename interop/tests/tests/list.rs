@@ -299,8 +299,169 @@ async fn exact_and_not_older_than_at_each_others_revisions(media_type: &str) {
     assert_eq!(api.essence(), go.essence());
 }
 
+/// 25 objects over namespaces `n`, `n1`, `n10` (prefixes of each other), listed 4 at a
+/// time with the sides taking turns page by page: every page and token the same as the
+/// other side would make, and a namespace's list never leaks into its neighbour's.
+async fn many_pages_taking_turns(media_type: &str) {
+    let mut t = Interop::start(&configmaps(media_type)).await;
+    for i in 0..25 {
+        let ns = ["n", "n1", "n10"][i % 3];
+        let name = format!("cm-{i:02}");
+        if i % 2 == 0 {
+            t.go.create(&format!("/configmaps/{ns}/{name}"), &configmap(ns, &name))
+                .await
+                .unwrap();
+        } else {
+            t.store
+                .create(
+                    &format!("configmaps/{ns}/{name}"),
+                    dynamic(&configmap(ns, &name)),
+                    0,
+                )
+                .await
+                .unwrap();
+        }
+    }
+    let unset = ResourceVersionMatch::Unset;
+    let mut token = String::new();
+    let mut seen = Vec::new();
+    let mut rv = String::new();
+    for page in 0.. {
+        let go =
+            t.go.list("/configmaps", json!({"limit": 4, "continue": token}))
+                .await
+                .unwrap();
+        let api = api_list(&t.store, &options("", unset, 4, &token))
+            .await
+            .unwrap();
+        assert_eq!(api.essence(), go.essence(), "page {page}");
+        if page == 0 {
+            rv.clone_from(&go.resource_version);
+        }
+        assert_eq!(go.resource_version, rv, "page {page}");
+        seen.extend(go.names());
+        // Turns: even pages continue kube's token, odd ones apistore's (equal anyway).
+        token = if page % 2 == 0 {
+            go.continue_token
+        } else {
+            api.continue_token
+        };
+        if token.is_empty() {
+            break;
+        }
+        // A write between pages is never seen by the rest of the list.
+        t.store
+            .create(
+                &format!("configmaps/n/late-{page}"),
+                dynamic(&configmap("n", &format!("late-{page}"))),
+                0,
+            )
+            .await
+            .unwrap();
+    }
+    assert_eq!(seen.len(), 25);
+
+    // One namespace, recursive: `n` holds neither `n1`'s nor `n10`'s objects.
+    for ns in ["n", "n1", "n10"] {
+        let go =
+            t.go.list(&format!("/configmaps/{ns}"), json!({"limit": 3}))
+                .await
+                .unwrap();
+        let api = t
+            .store
+            .list(&format!("configmaps/{ns}"), &options("", unset, 3, ""))
+            .await
+            .map(|l| Listed::from_apistore(&l))
+            .unwrap();
+        assert_eq!(api.essence(), go.essence(), "namespace {ns}");
+        for item in &go.items {
+            assert_eq!(item["metadata"]["namespace"], ns);
+        }
+        // ...and continuing it on the other side stays in the namespace.
+        let rest = t
+            .store
+            .list(
+                &format!("configmaps/{ns}"),
+                &options("", unset, 0, &go.continue_token),
+            )
+            .await
+            .map(|l| Listed::from_apistore(&l))
+            .unwrap();
+        let go_rest =
+            t.go.list(
+                &format!("/configmaps/{ns}"),
+                json!({"continue": api.continue_token}),
+            )
+            .await
+            .unwrap();
+        assert_eq!(rest.essence(), go_rest.essence(), "rest of namespace {ns}");
+        assert!(rest.items.iter().all(|i| i["metadata"]["namespace"] == ns));
+    }
+}
+
+/// A non-recursive list of one key at an Exact past revision, and lists at "0"
+/// (served from etcd's latest revision by both, with or without a limit).
+async fn single_key_and_zero_lists(media_type: &str) {
+    let mut t = Interop::start(&configmaps(media_type)).await;
+    let first = t
+        .store
+        .create("configmaps/a/k", dynamic(&configmap("a", "k")), 0)
+        .await
+        .unwrap();
+    t.go.update_labels("/configmaps/a/k", json!({"v": "2"}), json!(null))
+        .await
+        .unwrap();
+    t.go.create("/configmaps/a/k2", &configmap("a", "k2"))
+        .await
+        .unwrap();
+    let rv = first.metadata.resource_version.clone();
+    let go =
+        t.go.list(
+            "/configmaps/a/k",
+            json!({"recursive": false, "resourceVersion": rv, "resourceVersionMatch": "Exact"}),
+        )
+        .await
+        .unwrap();
+    let api = t
+        .store
+        .list(
+            "configmaps/a/k",
+            &ListOptions {
+                recursive: false,
+                ..options(&rv, ResourceVersionMatch::Exact, 0, "")
+            },
+        )
+        .await
+        .map(|l| Listed::from_apistore(&l))
+        .unwrap();
+    assert_eq!(go.names(), ["k"]);
+    assert!(go.items[0]["metadata"]["labels"].get("v").is_none());
+    assert_eq!(api.essence(), go.essence());
+
+    for (rv_match, text) in [
+        (ResourceVersionMatch::Unset, ""),
+        (ResourceVersionMatch::NotOlderThan, "NotOlderThan"),
+    ] {
+        for limit in [0, 1] {
+            let go =
+                t.go.list(
+                    "/configmaps",
+                    json!({"resourceVersion": "0", "resourceVersionMatch": text, "limit": limit}),
+                )
+                .await
+                .unwrap();
+            let api = api_list(&t.store, &options("0", rv_match, limit, ""))
+                .await
+                .unwrap();
+            assert_eq!(api.essence(), go.essence(), "RV 0 {text} limit {limit}");
+        }
+    }
+}
+
 apistore_interop::per_media_type!(
     pages_continue_across_sides_with_the_same_tokens,
     inconsistent_continue_after_compaction_gives_the_same_410,
-    exact_and_not_older_than_at_each_others_revisions
+    exact_and_not_older_than_at_each_others_revisions,
+    many_pages_taking_turns,
+    single_key_and_zero_lists
 );

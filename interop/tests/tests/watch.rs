@@ -7,7 +7,8 @@ use std::time::Duration;
 
 use apistore::{DeleteOptions, Storage, UpdateOptions};
 use apistore_interop::{
-    Failure, Interop, ReferenceOptions, configmap, dynamic, event_summaries, to_json,
+    Failure, Interop, ReferenceOptions, api_watch_with, configmap, dynamic, event_summaries,
+    to_json,
 };
 use serde_json::json;
 
@@ -143,9 +144,149 @@ async fn watch_from_a_compacted_revision_ends_with_the_same_410(media_type: &str
     }
 }
 
+/// A label-selected watch sees an object enter (ADDED), change (MODIFIED) and leave
+/// the selection (DELETED with the object as it left) the same way on both sides,
+/// whichever side wrote; an exact-key watch sees only its key.
+async fn selector_and_single_key_watches(media_type: &str) {
+    let mut t = Interop::start(&configmaps(media_type)).await;
+    let start = t.go.list("/configmaps", json!({})).await.unwrap();
+    let rv = start.resource_version.clone();
+    t.go.create("/configmaps/a/s", &configmap("a", "s"))
+        .await
+        .unwrap();
+    t.store
+        .create("configmaps/a/other", dynamic(&configmap("a", "other")), 0)
+        .await
+        .unwrap();
+    // Into the selection (by apistore), changed inside it (by kube), out of it (by
+    // apistore), back in (by kube), deleted (by apistore).
+    let label = |value: &'static str| {
+        move |mut c: apistore::DynamicObject, _: &apistore::ResponseMeta| {
+            c.metadata.labels.insert("tier".into(), value.into());
+            Ok(c.into())
+        }
+    };
+    t.store
+        .guaranteed_update("configmaps/a/s", UpdateOptions::default(), label("front"))
+        .await
+        .unwrap();
+    t.go.update_labels("/configmaps/a/s", json!({"step": "2"}), json!(null))
+        .await
+        .unwrap();
+    t.store
+        .guaranteed_update("configmaps/a/s", UpdateOptions::default(), label("back"))
+        .await
+        .unwrap();
+    t.go.update_labels("/configmaps/a/s", json!({"tier": "front"}), json!(null))
+        .await
+        .unwrap();
+    t.store
+        .delete("configmaps/a/s", DeleteOptions::default())
+        .await
+        .unwrap();
+
+    let selector = "tier=front";
+    let go =
+        t.go.watch_with(
+            "/configmaps",
+            &rv,
+            5,
+            5000,
+            json!({"labelSelector": selector}),
+        )
+        .await
+        .unwrap();
+    let mut options = apistore::ListOptions {
+        resource_version: rv.clone(),
+        recursive: true,
+        ..apistore::ListOptions::default()
+    };
+    options.predicate.label = apistore::LabelSelector::parse(selector).unwrap();
+    let api = api_watch_with(&t.store, "configmaps", &options, 5, WAIT)
+        .await
+        .unwrap();
+    let kinds: Vec<_> = go.iter().map(|(k, _)| k.as_str()).collect();
+    assert_eq!(kinds, ["ADDED", "MODIFIED", "DELETED", "ADDED", "DELETED"]);
+    assert_eq!(event_summaries(&api), event_summaries(&go));
+
+    // Exact key, not recursive: only that object's 6 changes, not its neighbour.
+    let go =
+        t.go.watch_with("/configmaps/a/s", &rv, 7, 1500, json!({"recursive": false}))
+            .await
+            .unwrap();
+    let options = apistore::ListOptions {
+        resource_version: rv.clone(),
+        ..apistore::ListOptions::default()
+    };
+    let api = api_watch_with(
+        &t.store,
+        "configmaps/a/s",
+        &options,
+        7,
+        Duration::from_millis(1500),
+    )
+    .await
+    .unwrap();
+    assert_eq!(go.len(), 6, "{go:?}");
+    assert_eq!(event_summaries(&api), event_summaries(&go));
+}
+
+/// An object created with a TTL by one side expires, and the other side's watch sees
+/// the DELETED event.
+async fn ttl_expiry_is_watched_across_sides(media_type: &str) {
+    let mut t = Interop::start(&configmaps(media_type)).await;
+    let by_go =
+        t.go.create_with_ttl("/configmaps/a/ttl-go", &configmap("a", "ttl-go"), 1)
+            .await
+            .unwrap();
+    let by_api = t
+        .store
+        .create(
+            "configmaps/a/ttl-api",
+            dynamic(&configmap("a", "ttl-api")),
+            1,
+        )
+        .await
+        .unwrap();
+    // Exact-key watches (not recursive), from each creation's resourceVersion.
+    let options = apistore::ListOptions {
+        resource_version: rv_of(&by_go),
+        ..apistore::ListOptions::default()
+    };
+    let api = api_watch_with(
+        &t.store,
+        "configmaps/a/ttl-go",
+        &options,
+        1,
+        Duration::from_secs(10),
+    )
+    .await
+    .unwrap();
+    let go =
+        t.go.watch_with(
+            "/configmaps/a/ttl-api",
+            &by_api.metadata.resource_version,
+            1,
+            10_000,
+            json!({"recursive": false}),
+        )
+        .await
+        .unwrap();
+    assert_eq!(api.len(), 1, "apistore saw no expiry of kube's object");
+    assert_eq!(go.len(), 1, "kube saw no expiry of apistore's object");
+    assert_eq!(
+        (api[0].0.as_str(), go[0].0.as_str()),
+        ("DELETED", "DELETED")
+    );
+    assert_eq!(api[0].1["metadata"]["name"], "ttl-go");
+    assert_eq!(go[0].1["metadata"]["name"], "ttl-api");
+}
+
 apistore_interop::per_media_type!(
     apistore_watches_from_kubes_revisions,
     kube_watches_from_apistores_revisions,
     watch_from_zero_starts_with_the_current_state,
-    watch_from_a_compacted_revision_ends_with_the_same_410
+    watch_from_a_compacted_revision_ends_with_the_same_410,
+    selector_and_single_key_watches,
+    ttl_expiry_is_watched_across_sides
 );
