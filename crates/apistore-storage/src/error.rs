@@ -280,9 +280,13 @@ impl StorageError {
         self.kind() == ErrorKind::Internal
     }
 
-    /// Whether this is a 410 (compacted revision) error.
+    /// Whether this is a 410 (compacted revision) error, including a 410 status that a
+    /// watch's error event carried.
     pub fn is_expired(&self) -> bool {
-        self.kind() == ErrorKind::Expired
+        match self {
+            Self::Api { status, .. } => status.code == 410,
+            _ => self.kind() == ErrorKind::Expired,
+        }
     }
 
     /// Whether this is a bad-request error.

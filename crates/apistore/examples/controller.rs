@@ -1,13 +1,14 @@
-//! A controller-style loop: list, then watch from the list's resourceVersion, resume
-//! from the last resourceVersion seen, and re-list when the watch says 410 (the
-//! revision was compacted away).
+//! A controller-style loop on the runtime watcher and reflector: list, then watch from
+//! the list's resourceVersion, resume from the last one seen, re-list on 410, back off on
+//! errors — none of which the controller writes itself.
 //!
 //! Run with `APISTORE_ENDPOINTS=http://127.0.0.1:2379 cargo run -p apistore --example controller`.
 
-use std::collections::BTreeMap;
 use std::time::Duration;
 
-use apistore::{ApiObject, ApiStore, DynamicObject, ListOptions, Storage, WatchEvent};
+use apistore::runtime::watcher::{Config, Event};
+use apistore::runtime::{reflector, watcher};
+use apistore::{ApiStore, DynamicObject, Storage};
 use futures::StreamExt;
 
 #[tokio::main]
@@ -20,7 +21,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         .prefix(&prefix)
         .build()
         .await?;
-    let jobs = api.dynamic_store("jobs");
+    let jobs = api.dynamic_store("jobs.batch");
 
     // Something else writes while the controller runs.
     let writer = {
@@ -37,65 +38,28 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         })
     };
 
-    // The controller's cache: name -> resourceVersion.
-    let mut cache: BTreeMap<String, String> = BTreeMap::new();
-    let mut resource_version = String::new();
+    // The controller's cache, kept by the reflector.
+    let (cache, cache_writer) = reflector::store::<DynamicObject>();
+    let events = watcher::watcher(jobs, "jobs/default", Config::default());
+    let mut events = Box::pin(reflector::reflector(cache_writer, events));
     let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
-    'relist: while cache.len() < 10 && tokio::time::Instant::now() < deadline {
-        let list = jobs
-            .list(
-                "jobs",
-                &ListOptions {
-                    recursive: true,
-                    ..ListOptions::default()
-                },
-            )
-            .await?;
-        cache = list
-            .items
-            .iter()
-            .map(|j| (j.name().to_owned(), j.resource_version().to_owned()))
-            .collect();
-        resource_version = list.metadata.resource_version;
-        println!(
-            "listed {} jobs at resourceVersion {resource_version}",
-            cache.len()
-        );
-
-        let options = ListOptions {
-            resource_version: resource_version.clone(),
-            recursive: true,
-            ..ListOptions::default()
+    while cache.len() < 10 {
+        let Ok(Some(event)) = tokio::time::timeout_at(deadline, events.next()).await else {
+            break;
         };
-        let mut events = jobs.watch("jobs", &options).await?;
-        while cache.len() < 10 {
-            let Ok(Some(event)) = tokio::time::timeout_at(deadline, events.next()).await else {
-                break 'relist;
-            };
-            match event {
-                WatchEvent::Added(j) | WatchEvent::Modified(j) => {
-                    resource_version = j.resource_version().to_owned();
-                    cache.insert(j.name().to_owned(), resource_version.clone());
-                    println!("  saw {} at {resource_version}", j.name());
-                }
-                WatchEvent::Deleted(j) => {
-                    resource_version = j.resource_version().to_owned();
-                    cache.remove(j.name());
-                }
-                WatchEvent::Bookmark(b) => resource_version = b.resource_version().to_owned(),
-                WatchEvent::Error(status) if status.code == 410 => {
-                    println!("  watch expired ({}): re-listing", status.message);
-                    continue 'relist;
-                }
-                WatchEvent::Error(status) => return Err(status.message.into()),
-            }
+        match event {
+            Ok(Event::InitDone) => println!("listed {} jobs", cache.len()),
+            Ok(Event::Apply(job)) => println!(
+                "  saw {} at {}",
+                job.metadata.name, job.metadata.resource_version
+            ),
+            Ok(_) => {}
+            // The watcher retries by itself; a controller only logs.
+            Err(err) => println!("  watch error, retrying: {err}"),
         }
     }
     writer.await??;
     assert_eq!(cache.len(), 10, "the controller saw every job");
-    println!(
-        "controller cache holds {} jobs, last resourceVersion {resource_version}",
-        cache.len()
-    );
+    println!("controller cache holds {} jobs", cache.len());
     Ok(())
 }

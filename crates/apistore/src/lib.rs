@@ -38,6 +38,7 @@
 
 mod builder;
 mod rewrite;
+pub mod runtime;
 
 pub use builder::{ApiStore, ApiStoreBuilder, BuildError};
 pub use rewrite::{RewriteOptions, RewriteSummary, rewrite_stale};
