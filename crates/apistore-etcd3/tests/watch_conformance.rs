@@ -1,7 +1,8 @@
-//! kube-apiserver's watch cases (`watcher_tests.go` through `etcd3/watcher_test.go`),
-//! run against the etcd3 store and a real etcd, plus the etcd3-specific ones: the
-//! initial sync's paging (`TestWatchChanSync`), the shared watch stream's lifetimes and
-//! back-pressure, a lost etcd, progress requests and the feature support check.
+//! kube-apiserver's watch cases (`watcher_tests.go` through `etcd3/watcher_test.go`;
+//! the watch list of `apistore-testing`, which the in-memory store runs too) against
+//! the etcd3 store and a real etcd, plus the etcd-only ones: the initial sync's paging
+//! (`TestWatchChanSync`), the shared etcd watch stream's lifetimes and back-pressure, a
+//! lost etcd, progress requests and the feature support check on etcd's versions.
 //!
 //! Cases that compact, need etcd flags or a fresh revision counter get an etcd of their
 //! own; the others share one, each under a prefix of its own.
@@ -16,79 +17,17 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use apistore_etcd3::{SyncPageHook, next_event};
-use apistore_storage::{ErrorKind, ListOptions, Storage, WatchEvent, WatchStream};
+use apistore_storage::{ListOptions, Storage, WatchEvent, WatchStream};
 use apistore_testing::etcd::EtcdOptions;
-use apistore_testing::suite::{self, Backend, Pod};
+use apistore_testing::suite::{Backend, Pod};
 use common::Etcd3Backend;
 
 const EVENT_TIMEOUT: Duration = Duration::from_secs(30);
 
-macro_rules! shared_etcd {
-    ($($name:ident),* $(,)?) => {
-        $(
-            #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-            async fn $name() {
-                let backend = Etcd3Backend::new(stringify!($name)).await;
-                suite::$name(&backend).await;
-            }
-        )*
-    };
-}
-
-shared_etcd!(
-    run_test_watch,
-    run_test_delete_trigger_watch,
-    run_test_watch_from_non_zero,
-    run_test_delayed_watch_delivery,
-    run_test_watch_error,
-    run_test_watch_context_cancel,
-    run_test_watcher_timeout,
-    run_test_watch_delete_event_object_have_latest_rv,
-    run_test_cluster_scoped_watch,
-    run_test_namespace_scoped_watch,
-    run_send_initial_events_backward_compatibility,
-    run_watch_semantic_initial_events_extended,
-);
-
-fn progress_every_second() -> EtcdOptions {
-    EtcdOptions {
-        progress_notify_interval: Some(Duration::from_secs(1)),
-        ..EtcdOptions::default()
-    }
-}
-
-// Compacts.
-#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-async fn run_test_watch_from_zero() {
-    let backend = Etcd3Backend::dedicated("watch_from_zero", EtcdOptions::default()).await;
-    suite::run_test_watch_from_zero(&backend).await;
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-async fn run_test_progress_notify() {
-    let backend = Etcd3Backend::dedicated("progress_notify", progress_every_second()).await;
-    suite::run_test_progress_notify(&backend).await;
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-async fn run_test_watch_dispatch_bookmark_events() {
-    let backend = Etcd3Backend::dedicated("dispatch_bookmarks", progress_every_second()).await;
-    suite::run_test_watch_dispatch_bookmark_events(&backend).await;
-}
-
-// Replays from revision 1: an etcd whose history nothing else shares or compacts.
-#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-async fn run_watch_semantics() {
-    let backend = Etcd3Backend::dedicated("watch_semantics", EtcdOptions::default()).await;
-    suite::run_watch_semantics(&backend).await;
-}
-
-// A fresh etcd at revision 1, as the reference's "102, current: 1".
-#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-async fn run_test_too_large_resource_version_error_for_watch_list() {
-    let backend = Etcd3Backend::dedicated("too_large_rv", EtcdOptions::default()).await;
-    suite::run_test_too_large_resource_version_error_for_watch_list(&backend).await;
-}
+// The watch list of `apistore-testing`, which the in-memory store runs too: cases
+// that compact, need progress notifications or a fresh revision counter get an etcd of
+// their own, the others share one.
+apistore_testing::watch_conformance!(common::backend);
 
 // ---------------------------------------------------------------------------------
 // etcd3-specific cases.
@@ -190,7 +129,7 @@ async fn watch_chan_sync() {
             .store
             .clone()
             .with_watch_sync_paging(page_size, Some(hook));
-        backend.take_etcd_reads();
+        backend.take_storage_reads();
         let mut w = store.watch(watch_key, &from("0", true)).await.unwrap();
         let initial_pods = [first, second];
         for pod in &initial_pods[..initial] {
@@ -216,7 +155,7 @@ async fn watch_chan_sync() {
         }
         expect_no_more(&mut w).await;
         assert_eq!(
-            backend.take_etcd_reads(),
+            backend.take_storage_reads(),
             reads,
             "{name}: etcd reads of the sync"
         );
@@ -543,126 +482,4 @@ async fn request_watch_progress_with_a_watch_at_a_future_revision() {
         other => panic!("etcd {version}: expected a Bookmark, got {other:?}"),
     }
     expect_no_more(&mut w).await;
-}
-
-/// An unparsable resourceVersion is refused before the watch starts.
-#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-async fn invalid_resource_version_is_refused() {
-    let backend = Etcd3Backend::new("invalid_rv").await;
-    for rv in ["abc", "-1", "1.5", "99999999999999999999"] {
-        let Err(err) = backend.store.watch("/pods/ns", &from(rv, true)).await else {
-            panic!("watch at {rv:?} started");
-        };
-        assert_eq!(err.kind(), ErrorKind::Invalid, "{rv:?}: {err}");
-        let status = err.status();
-        assert_eq!(
-            (status.code, status.reason.as_str()),
-            (422, "Invalid"),
-            "{rv:?}"
-        );
-        let cause = &status.details.unwrap().causes[0];
-        assert_eq!(cause.field, "resourceVersion");
-    }
-    assert_eq!(backend.store.active_watches(), 0);
-}
-
-/// A value that does not decode ends the watch with a 500 naming the key, last.
-#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-async fn undecodable_value_ends_watch_with_internal_error() {
-    let backend = Etcd3Backend::new("undecodable_watch").await;
-    let rv = current_rv(&backend.store).await;
-    let mut w = backend
-        .store
-        .watch("/pods/ns", &from(&rv, true))
-        .await
-        .unwrap();
-    let key = backend.etcd_key("/pods/ns/bad");
-    backend.raw_put(&key, b"test!{not json".to_vec()).await;
-    match expect_event(&mut w, "undecodable").await {
-        WatchEvent::Error(status) => {
-            assert_eq!(
-                (status.code, status.reason.as_str()),
-                (500, "InternalError"),
-                "{status:?}"
-            );
-            assert!(
-                status.message.starts_with("Internal error occurred: "),
-                "{status:?}"
-            );
-            assert!(status.message.contains(&key), "{status:?}");
-        }
-        other => panic!("expected an Error event, got {other:?}"),
-    }
-    expect_end(&mut w).await;
-}
-
-/// A modification whose previous value was compacted away arrives without it: the
-/// watch cannot tell what changed and ends with a 500 (`PrevKv=nil`).
-#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-async fn missing_previous_value_is_internal_error() {
-    let backend = Etcd3Backend::dedicated("missing_prev_kv", EtcdOptions::default()).await;
-    let store = &backend.store;
-    create(store, "ns", "p").await;
-    let mut first = Pod::new("ns", "p");
-    first.metadata.annotations.insert("v".into(), "1".into());
-    let second = suite_put(store, "/pods/ns/p", first).await;
-    let mut third = Pod::new("ns", "p");
-    third.metadata.annotations.insert("v".into(), "2".into());
-    let third = suite_put(store, "/pods/ns/p", third).await;
-    let compact_at: i64 = third.metadata.resource_version.parse().unwrap();
-    backend
-        .raw
-        .kv_client()
-        .compact(compact_at, None)
-        .await
-        .unwrap();
-
-    let mut w = store
-        .watch(
-            "/pods/ns/p",
-            &from(&second.metadata.resource_version, false),
-        )
-        .await
-        .unwrap();
-    match expect_event(&mut w, "compacted previous value").await {
-        WatchEvent::Error(status) => {
-            assert_eq!(status.code, 500, "{status:?}");
-            assert!(status.message.contains("PrevKv=nil"), "{status:?}");
-            assert!(
-                status.message.contains(&backend.etcd_key("/pods/ns/p")),
-                "{status:?}"
-            );
-        }
-        other => panic!("expected an Error event, got {other:?}"),
-    }
-    expect_end(&mut w).await;
-
-    // From a compacted revision: 410.
-    let mut w = store.watch("/pods/ns/p", &from("1", false)).await.unwrap();
-    match expect_event(&mut w, "compacted start").await {
-        WatchEvent::Error(status) => {
-            assert_eq!(
-                (status.code, status.reason.as_str()),
-                (410, "Expired"),
-                "{status:?}"
-            );
-            assert_eq!(
-                status.message,
-                "The resourceVersion for the provided watch is too old."
-            );
-        }
-        other => panic!("expected an Error event, got {other:?}"),
-    }
-    expect_end(&mut w).await;
-}
-
-async fn suite_put(store: &impl Storage<Object = Pod>, key: &str, pod: Pod) -> Pod {
-    store
-        .guaranteed_update(
-            key,
-            apistore_storage::UpdateOptions::default(),
-            move |_, _| Ok(apistore_storage::Update::new(pod.clone())),
-        )
-        .await
-        .unwrap()
 }

@@ -1,86 +1,19 @@
-//! The etcd3 side of the conformance suite: a store over the shared test etcd with the
-//! reference's `PrefixTransformer`, and raw etcd access around it.
+//! The etcd3 side of the conformance suite: a store over the shared test etcd (or an
+//! etcd of its own, for the cases that need one) with the reference's
+//! `PrefixTransformer`, and raw etcd access around it.
 
 #![allow(dead_code, unreachable_pub)]
 // Test support: a failed step must fail the test loudly.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, RwLock};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
 
 use apistore_etcd3::{ClientConfig, Etcd3Store, EtcdClient, StoreConfig};
 use apistore_telemetry::StorageMetrics;
 use apistore_testing::etcd::{EtcdOptions, EtcdServer, shared_endpoint, unique_prefix};
-use apistore_testing::suite::{Backend, Pod, PodFactory};
-use apistore_value::{Plaintext, TransformError, Transformer};
-use bytes::Bytes;
-
-/// Something run before every read of the test transformer; an error fails the read.
-pub type ReadHook = Arc<dyn Fn() -> Result<(), String> + Send + Sync>;
-
-/// The reference's test transformer: prepends a marker on write (to non-empty data),
-/// requires and strips it on read, and reports reads as stale on demand. A read hook,
-/// when set, runs first (the reference's `reproducingTransformer` wrapping it).
-pub struct PrefixTransformer {
-    pub prefix: Vec<u8>,
-    pub stale: AtomicBool,
-    pub reads: AtomicU64,
-    pub on_read: RwLock<Option<ReadHook>>,
-}
-
-impl std::fmt::Debug for PrefixTransformer {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("PrefixTransformer")
-            .field("prefix", &String::from_utf8_lossy(&self.prefix))
-            .field("stale", &self.stale)
-            .field("reads", &self.reads)
-            .finish_non_exhaustive()
-    }
-}
-
-impl PrefixTransformer {
-    pub fn new(prefix: &[u8]) -> Self {
-        Self {
-            prefix: prefix.to_vec(),
-            stale: AtomicBool::new(false),
-            reads: AtomicU64::new(0),
-            on_read: RwLock::new(None),
-        }
-    }
-}
-
-impl Transformer for PrefixTransformer {
-    fn transform_from_storage(
-        &self,
-        data: Bytes,
-        _aad: &[u8],
-    ) -> Result<Plaintext, TransformError> {
-        let hook = self.on_read.read().unwrap().clone();
-        if let Some(hook) = hook {
-            hook().map_err(TransformError::Crypto)?;
-        }
-        self.reads.fetch_add(1, Ordering::SeqCst);
-        if !data.starts_with(&self.prefix) {
-            return Err(TransformError::Crypto(format!(
-                "value does not have expected prefix {:?}",
-                String::from_utf8_lossy(&self.prefix)
-            )));
-        }
-        Ok(Plaintext {
-            data: data.slice(self.prefix.len()..),
-            stale: self.stale.load(Ordering::SeqCst),
-        })
-    }
-
-    fn transform_to_storage(&self, data: Bytes, _aad: &[u8]) -> Result<Bytes, TransformError> {
-        if data.is_empty() {
-            return Ok(data);
-        }
-        let mut out = self.prefix.clone();
-        out.extend_from_slice(&data);
-        Ok(Bytes::from(out))
-    }
-}
+use apistore_testing::suite::{Backend, Needs, Pod, PodFactory, PrefixTransformer, ReadHook};
 
 /// One test's store, under a prefix of its own in the shared etcd (or in an etcd of
 /// its own, for tests that compact or need etcd flags).
@@ -95,6 +28,23 @@ pub struct Etcd3Backend {
     reads_seen: AtomicU64,
     /// An etcd of this test's own, when it has one; stopped on drop.
     pub server: Option<EtcdServer>,
+}
+
+/// The suite's backend constructor: the shared etcd for cases that can share one, an
+/// etcd of their own for cases that compact or compare revisions, and one that sends
+/// progress notifications every second for the cases that wait for them.
+pub async fn backend(test_name: &str, needs: Needs) -> Etcd3Backend {
+    match needs {
+        Needs::Shared => Etcd3Backend::new(test_name).await,
+        Needs::Fresh => Etcd3Backend::dedicated(test_name, EtcdOptions::default()).await,
+        Needs::ProgressNotify => {
+            let options = EtcdOptions {
+                progress_notify_interval: Some(Duration::from_secs(1)),
+                ..EtcdOptions::default()
+            };
+            Etcd3Backend::dedicated(test_name, options).await
+        }
+    }
 }
 
 impl Etcd3Backend {
@@ -147,6 +97,11 @@ impl Etcd3Backend {
         }
     }
 
+    /// The etcd key the store uses for a store key (after prefixing).
+    pub fn etcd_key(&self, key: &str) -> String {
+        self.stored_key(key)
+    }
+
     /// `etcd_requests_total` for the store's resource, summed over `operations`.
     pub fn requests_total(&self, operations: &[&str]) -> u64 {
         let mut total = 0.0;
@@ -180,21 +135,21 @@ impl Backend for Etcd3Backend {
         &self.store
     }
 
-    fn etcd_key(&self, key: &str) -> String {
+    fn stored_key(&self, key: &str) -> String {
         self.store
             .prepare_key(key)
             .unwrap_or_else(|err| panic!("{err}"))
     }
 
-    async fn raw_get(&self, etcd_key: &str) -> Option<Vec<u8>> {
+    async fn raw_get(&self, stored_key: &str) -> Option<Vec<u8>> {
         let mut kv = self.raw.kv_client();
-        let response = kv.get(etcd_key, None).await.unwrap();
+        let response = kv.get(stored_key, None).await.unwrap();
         response.kvs().first().map(|kv| kv.value().to_vec())
     }
 
-    async fn raw_put(&self, etcd_key: &str, value: Vec<u8>) {
+    async fn raw_put(&self, stored_key: &str, value: Vec<u8>) {
         let mut kv = self.raw.kv_client();
-        kv.put(etcd_key, value, None).await.unwrap();
+        kv.put(stored_key, value, None).await.unwrap();
     }
 
     fn transformer_prefix(&self) -> &[u8] {
@@ -206,10 +161,10 @@ impl Backend for Etcd3Backend {
     }
 
     fn take_transformer_reads(&self) -> u64 {
-        self.transformer.reads.swap(0, Ordering::SeqCst)
+        self.transformer.take_reads()
     }
 
-    fn take_etcd_reads(&self) -> u64 {
+    fn take_storage_reads(&self) -> u64 {
         let now = self.requests_total(&["get", "list"]);
         now - self.reads_seen.swap(now, Ordering::SeqCst)
     }
@@ -247,7 +202,7 @@ impl Backend for Etcd3Backend {
             });
             hook
         });
-        *self.transformer.on_read.write().unwrap() = hook;
+        self.transformer.set_read_hook(hook);
         true
     }
 
@@ -257,9 +212,7 @@ impl Backend for Etcd3Backend {
 
     /// The reference's `failingTransformer`: every read fails.
     fn set_transformer_failing(&self, failing: bool) -> bool {
-        let hook: Option<ReadHook> =
-            failing.then(|| Arc::new(|| Err("failed transformation".to_owned())) as ReadHook);
-        *self.transformer.on_read.write().unwrap() = hook;
+        self.transformer.set_failing(failing);
         true
     }
 

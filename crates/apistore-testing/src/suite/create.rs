@@ -25,7 +25,7 @@ pub async fn run_test_create<B: Backend>(backend: &B) {
     );
 
     let raw = backend
-        .raw_get(&backend.etcd_key(key))
+        .raw_get(&backend.stored_key(key))
         .await
         .expect("stored value");
     let prefix = backend.transformer_prefix();
@@ -58,7 +58,7 @@ pub async fn run_test_create_with_key_exist<B: Backend>(backend: &B) {
         .await
         .unwrap_err();
     assert!(err.is_exists(), "second create: {err}");
-    assert_eq!(err.key(), backend.etcd_key(&key));
+    assert_eq!(err.key(), backend.stored_key(&key));
 }
 
 /// `RunTestCreateWithTTL`: an object created with a 1 s TTL disappears: a watch from

@@ -16,7 +16,7 @@ pub async fn run_test_transformation_failure_list<B: Backend>(backend: &B) {
 
     // What a store with the transformer `otherprefix!` would have written.
     let other = Pod::new("second", "baz");
-    let other_key = backend.etcd_key(&other.key());
+    let other_key = backend.stored_key(&other.key());
     let mut value = b"otherprefix!".to_vec();
     value.extend_from_slice(&JsonCodec::new().encode(&other).unwrap());
     backend.raw_put(&other_key, value).await;

@@ -40,15 +40,15 @@ fn estimated_etcd_reads(page_size: u64, processed: u64) -> u64 {
 /// reads a list with pages of `page_size` needs for them.
 fn check_calls<B: Backend>(backend: &B, step: &str, page_size: u64, processed: u64) {
     let reads = backend.take_transformer_reads();
-    let etcd_reads = backend.take_etcd_reads();
+    let storage_reads = backend.take_storage_reads();
     assert_eq!(
         reads, processed,
         "{step}: unexpected transformer reads: {reads}, expected: {processed}"
     );
     let expected = estimated_etcd_reads(page_size, processed);
     assert_eq!(
-        etcd_reads, expected,
-        "{step}: unexpected etcd reads: {etcd_reads}, expected: {expected}"
+        storage_reads, expected,
+        "{step}: unexpected storage reads: {storage_reads}, expected: {expected}"
     );
 }
 

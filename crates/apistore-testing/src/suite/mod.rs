@@ -2,14 +2,27 @@
 //! they land, `watcher_tests.go`), case by case, for any [`Storage`] of [`Pod`]s.
 //!
 //! A backend runs the suite by implementing [`Backend`] (the store, plus the few ways a
-//! test reaches around it: raw etcd reads and writes, and control of a test transformer
-//! that prepends a marker to every stored value) and calling each `run_*` function from
-//! a test of its own. Every function panics on the first failed assertion, which is
+//! test reaches around it: raw reads and writes of stored bytes, compaction, a read
+//! counter, and control of a test transformer that prepends a marker to every stored
+//! value) and instantiating the case lists, one test per case, from its own `tests/`:
+//!
+//! ```text
+//! // tests/conformance.rs of a backend crate
+//! async fn backend(name: &str, needs: apistore_testing::suite::Needs) -> MyBackend { ... }
+//! apistore_testing::store_conformance!(backend);
+//! apistore_testing::list_conformance!(backend);
+//! apistore_testing::watch_conformance!(backend);
+//! ```
+//!
+//! The lists are in [`cases`]: every case there runs on every backend (the etcd3 store
+//! and the in-memory store run all of them); cases about etcd itself live beside the
+//! etcd3 store's tests. Every function panics on the first failed assertion, which is
 //! what a test wants.
 
 // A conformance case is a test: a failed step must fail it loudly.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+pub mod cases;
 mod count;
 mod create;
 mod delete;
@@ -20,8 +33,10 @@ mod list_failure;
 mod list_paging;
 mod lost_update;
 mod pod;
+mod transformer;
 mod update;
 mod watch;
+mod watch_errors;
 mod watch_initial;
 
 use std::future::Future;
@@ -42,6 +57,7 @@ pub use list_failure::*;
 pub use list_paging::*;
 pub use lost_update::*;
 pub use pod::{Pod, PodSpec};
+pub use transformer::{PrefixTransformer, ReadHook};
 pub use update::{
     run_test_guaranteed_update, run_test_guaranteed_update_checks_stored_data,
     run_test_guaranteed_update_with_conflict,
@@ -56,9 +72,13 @@ pub use watch::{
     run_test_watch_dispatch_bookmark_events, run_test_watch_error, run_test_watch_from_non_zero,
     run_test_watch_from_zero, run_test_watcher_timeout,
 };
+pub use watch_errors::*;
 pub use watch_initial::*;
 
-/// What the suite needs from a backend besides its [`Storage`].
+/// What the suite needs from a backend besides its [`Storage`], in terms any backend
+/// can offer: raw access to the bytes it stores, compaction of its history, a count of
+/// its reads, and control of the test transformer ([`PrefixTransformer`]) its store
+/// writes through.
 pub trait Backend: Send + Sync {
     /// The store under test.
     type Store: Storage<Object = Pod>;
@@ -66,17 +86,19 @@ pub trait Backend: Send + Sync {
     /// The store under test. It must use a value transformer that prepends
     /// [`Backend::transformer_prefix`] to every non-empty value it writes, requires it on
     /// read, and reports values as stale when [`Backend::set_transformer_stale`] says so
-    /// (the reference's `PrefixTransformer`).
+    /// (the reference's `PrefixTransformer`; [`PrefixTransformer`] is one).
     fn store(&self) -> &Self::Store;
 
-    /// The etcd key the store uses for a store key (after prefixing).
-    fn etcd_key(&self, key: &str) -> String;
+    /// The key the store keeps a store key under (with the store's prefix): the key
+    /// errors name and raw access takes.
+    fn stored_key(&self, key: &str) -> String;
 
-    /// The bytes stored in etcd under an etcd key, bypassing the store.
-    fn raw_get(&self, etcd_key: &str) -> impl Future<Output = Option<Vec<u8>>> + Send;
+    /// The bytes stored under a stored key, bypassing the store.
+    fn raw_get(&self, stored_key: &str) -> impl Future<Output = Option<Vec<u8>>> + Send;
 
-    /// Writes bytes under an etcd key, bypassing the store.
-    fn raw_put(&self, etcd_key: &str, value: Vec<u8>) -> impl Future<Output = ()> + Send;
+    /// Writes bytes under a stored key, bypassing the store (a write like any other for
+    /// the backend's revision and watches).
+    fn raw_put(&self, stored_key: &str, value: Vec<u8>) -> impl Future<Output = ()> + Send;
 
     /// The marker the test transformer prepends (`test!` in the reference).
     fn transformer_prefix(&self) -> &[u8];
@@ -87,15 +109,16 @@ pub trait Backend: Send + Sync {
     /// How many values the test transformer has read since the last call (and resets).
     fn take_transformer_reads(&self) -> u64;
 
-    /// How many etcd range reads (single-key gets and range lists) the store made since
-    /// the last call (and resets): the reference's `clientRecorder` count.
-    fn take_etcd_reads(&self) -> u64;
+    /// How many range reads of the backend (single-key gets and range lists, what an
+    /// etcd counts as range requests) the store made since the last call (and
+    /// resets): the reference's `clientRecorder` count.
+    fn take_storage_reads(&self) -> u64;
 
     /// One compaction at `resource_version`, as the first compactor of a fresh cluster
-    /// does it (the reference's `compactStorage`): a transaction that writes
-    /// `compact_rev_key` only if it has never been written (so the global revision moves
-    /// by one), then a compaction. A backend whose tests compact must not share its etcd
-    /// with other tests.
+    /// does it (the reference's `compactStorage`): a write of a key outside every
+    /// store's prefix, made only the first time (so the global revision moves by one),
+    /// then a compaction of the history before `resource_version`. A backend whose
+    /// tests compact must not share its history with other tests ([`Needs::Fresh`]).
     fn compact(&self, resource_version: &str) -> impl Future<Output = ()> + Send;
 
     /// Makes every value the test transformer reads first create, through the store,
@@ -108,7 +131,7 @@ pub trait Backend: Send + Sync {
         false
     }
 
-    /// A store like [`Backend::store`] (same etcd, prefix and transformer) with
+    /// A store like [`Backend::store`] (same key space, prefix and transformer) with
     /// kube-apiserver's `WatchList` feature gate on. By default there is none, and the
     /// watch-list cases ([`run_watch_semantics`] and friends) fail.
     fn watch_list_store(&self) -> Option<Self::Store> {
@@ -128,6 +151,22 @@ pub trait Backend: Send + Sync {
     fn active_watches(&self) -> Option<usize> {
         None
     }
+}
+
+/// What a case needs of the backend it runs on, so that a runner can give it a shared
+/// or a fresh one. Every case of [`store_conformance!`](crate::store_conformance),
+/// [`list_conformance!`](crate::list_conformance) and
+/// [`watch_conformance!`](crate::watch_conformance) names one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Needs {
+    /// Any backend: the case works under a prefix of its own, whatever else the key
+    /// space holds.
+    Shared,
+    /// A key space of its own: the case compacts, replays history from the start, or
+    /// compares resourceVersions with its own writes.
+    Fresh,
+    /// A key space of its own whose watches get progress notifications every second.
+    ProgressNotify,
 }
 
 /// Makes the next pod for [`Backend::create_on_read`], one per call.

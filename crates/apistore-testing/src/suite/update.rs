@@ -194,7 +194,7 @@ pub async fn run_test_guaranteed_update<B: Backend>(backend: &B) {
 /// marker and an encoding with no resourceVersion and no selfLink.
 async fn assert_stored_without_version_or_self_link<B: Backend>(backend: &B, key: &str) {
     let raw = backend
-        .raw_get(&backend.etcd_key(key))
+        .raw_get(&backend.stored_key(key))
         .await
         .unwrap_or_else(|| panic!("nothing stored under {key}"));
     let prefix = backend.transformer_prefix();
@@ -247,7 +247,7 @@ pub async fn run_test_guaranteed_update_checks_stored_data<B: Backend>(backend: 
     let mut stored = backend.transformer_prefix().to_vec();
     stored.push(b' ');
     stored.extend_from_slice(&JsonCodec::new().encode(&input).unwrap());
-    backend.raw_put(&backend.etcd_key(&key), stored).await;
+    backend.raw_put(&backend.stored_key(&key), stored).await;
     let initial = store.get(&key, &GetOptions::default()).await.unwrap();
     assert_eq!(initial.metadata.name, "foo");
 
@@ -469,7 +469,9 @@ pub async fn run_test_transformation_failure<B: Backend>(backend: &B) {
     let baz_key = baz_second.key();
     let mut foreign = b"otherprefix!".to_vec();
     foreign.extend_from_slice(&JsonCodec::new().encode(&baz_second).unwrap());
-    backend.raw_put(&backend.etcd_key(&baz_key), foreign).await;
+    backend
+        .raw_put(&backend.stored_key(&baz_key), foreign)
+        .await;
 
     // TODO(list): the list part of RunTestTransformationFailure: a recursive list of
     // `/pods` must fail with an internal error. It lands with the list cases.
@@ -527,10 +529,10 @@ pub async fn run_test_transformation_failure<B: Backend>(backend: &B) {
 pub async fn run_test_undecodable_value<B: Backend>(backend: &B) {
     let store = backend.store();
     let key = "/pods/test-ns/garbage";
-    let etcd_key = backend.etcd_key(key);
+    let stored_key = backend.stored_key(key);
     let mut garbage = backend.transformer_prefix().to_vec();
     garbage.extend_from_slice(b"\x00\xff{not json\x7f");
-    backend.raw_put(&etcd_key, garbage.clone()).await;
+    backend.raw_put(&stored_key, garbage.clone()).await;
 
     let assert_internal = |what: &str, err: StorageError| {
         assert!(
@@ -539,11 +541,11 @@ pub async fn run_test_undecodable_value<B: Backend>(backend: &B) {
         );
         assert_eq!(
             err.key(),
-            etcd_key,
+            stored_key,
             "{what}: error names the wrong key: {err}"
         );
         assert!(
-            err.to_string().contains(&etcd_key),
+            err.to_string().contains(&stored_key),
             "{what}: message does not name the key: {err}"
         );
     };
@@ -594,7 +596,7 @@ pub async fn run_test_undecodable_value<B: Backend>(backend: &B) {
     assert_internal("delete", err);
 
     assert_eq!(
-        backend.raw_get(&etcd_key).await,
+        backend.raw_get(&stored_key).await,
         Some(garbage),
         "the undecodable value was changed"
     );

@@ -458,7 +458,7 @@ pub async fn run_test_watch_error<B: Backend>(backend: &B) {
     if let WatchEvent::Error(status) = event {
         assert_eq!(status.code, 500, "{status:?}");
         assert!(
-            status.message.contains(&backend.etcd_key(&key)),
+            status.message.contains(&backend.stored_key(&key)),
             "the error names the key: {status:?}"
         );
     }
@@ -593,7 +593,7 @@ pub async fn run_test_progress_notify<B: Backend>(backend: &B) {
         .await
         .unwrap_or_else(|err| panic!("create failed: {err}"));
     backend
-        .raw_put(&backend.etcd_key("/increaseRV"), b"ok".to_vec())
+        .raw_put(&backend.stored_key("/increaseRV"), b"ok".to_vec())
         .await;
     let options = ListOptions {
         resource_version: out.metadata.resource_version.clone(),

@@ -1,0 +1,442 @@
+//! The in-memory store: the state its operations share, and get, create and count.
+//! Guaranteed update and delete, list and watch live in their own files.
+//!
+//! Every operation does what the etcd3 store does (`pkg/storage/etcd3/store.go` of
+//! k8s.io/apiserver v0.31.1) with a [`MemoryKv`] standing in for etcd: the same key
+//! preparation, the codec then the value transformer with the stored key as
+//! authenticated data, the mod revision as resourceVersion, compare-and-swap writes.
+//! Values are transformed and decoded outside the key space's lock, so a transformer
+//! may itself call the store.
+
+use std::fmt;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use apistore_storage::{
+    ApiObject, Codec, GetOptions, JsonCodec, ResponseMeta, Result, StorageError, Versioner,
+};
+use apistore_value::{IdentityTransformer, Transformer};
+use apistore_versioning::ApiObjectVersioner;
+use bytes::Bytes;
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+
+use crate::hub::WatchHub;
+use crate::key::{as_directory, path_prefix, prepare_key, within};
+use crate::kv::MemoryKv;
+use crate::lease;
+use crate::mvcc::{KeyValue, Keys};
+
+/// How a store lays out its objects: the etcd3 store's `StoreConfig` without what only
+/// a network needs (timeouts, lease reuse).
+#[derive(Debug, Clone)]
+pub struct MemoryStoreConfig {
+    /// The prefix every key is stored under (default `/registry`).
+    pub prefix: String,
+    /// The group-resource string of the objects (`pods`, `deployments.apps`).
+    pub group_resource: String,
+    /// The key, relative to the prefix, under which all objects of this resource live
+    /// (`/pods`); read for the current revision by watches that need it.
+    pub resource_prefix: String,
+    /// kube-apiserver's `WatchList` feature gate (off by default, as in v0.31.1).
+    pub watch_list: bool,
+    /// Refuse keys outside `resource_prefix` (an invalid key error).
+    pub confine_keys: bool,
+}
+
+impl Default for MemoryStoreConfig {
+    fn default() -> Self {
+        Self {
+            prefix: "/registry".to_owned(),
+            group_resource: String::new(),
+            resource_prefix: String::new(),
+            watch_list: false,
+            confine_keys: false,
+        }
+    }
+}
+
+impl MemoryStoreConfig {
+    /// A config for one resource under `/registry`: `resource` is the group-resource
+    /// string and, with a leading `/`, the resource prefix.
+    pub fn for_resource(resource: &str) -> Self {
+        Self {
+            group_resource: resource.to_owned(),
+            resource_prefix: format!("/{resource}"),
+            ..Self::default()
+        }
+    }
+}
+
+/// A store of `T` objects in a [`MemoryKv`], behaving as the etcd3 store does in etcd.
+pub struct MemoryStore<T> {
+    pub(crate) kv: MemoryKv,
+    pub(crate) codec: Arc<dyn Codec<T>>,
+    pub(crate) transformer: Arc<dyn Transformer>,
+    pub(crate) path_prefix: Arc<str>,
+    pub(crate) resource_prefix: Arc<str>,
+    pub(crate) group_resource: Arc<str>,
+    pub(crate) confine_keys: bool,
+    pub(crate) watch_list: bool,
+    pub(crate) versioner: ApiObjectVersioner,
+    /// Range reads made, shared by clones (what the etcd3 store counts as `get` and
+    /// `list` requests).
+    pub(crate) reads: Arc<AtomicU64>,
+    pub(crate) hub: Arc<WatchHub>,
+}
+
+impl<T> Clone for MemoryStore<T> {
+    fn clone(&self) -> Self {
+        Self {
+            kv: self.kv.clone(),
+            codec: Arc::clone(&self.codec),
+            transformer: Arc::clone(&self.transformer),
+            path_prefix: Arc::clone(&self.path_prefix),
+            resource_prefix: Arc::clone(&self.resource_prefix),
+            group_resource: Arc::clone(&self.group_resource),
+            confine_keys: self.confine_keys,
+            watch_list: self.watch_list,
+            versioner: self.versioner,
+            reads: Arc::clone(&self.reads),
+            hub: Arc::clone(&self.hub),
+        }
+    }
+}
+
+impl<T> fmt::Debug for MemoryStore<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("MemoryStore")
+            .field("path_prefix", &self.path_prefix)
+            .field("group_resource", &self.group_resource)
+            .field("transformer", &self.transformer)
+            .finish_non_exhaustive()
+    }
+}
+
+/// What a delete or update knows about the object it works on.
+pub(crate) struct ObjState<T> {
+    pub(crate) obj: T,
+    pub(crate) meta: ResponseMeta,
+    /// The mod revision; 0 when the object does not exist.
+    pub(crate) rev: i64,
+    /// The plain (untransformed) stored bytes.
+    pub(crate) data: Bytes,
+    /// Whether the stored bytes should be rewritten with the current write key.
+    pub(crate) stale: bool,
+}
+
+impl<T> MemoryStore<T>
+where
+    T: ApiObject + Clone + Default + Send + Sync + 'static,
+{
+    /// A store of `T` objects in `kv` with the JSON codec and no encryption.
+    pub fn new(kv: MemoryKv, config: MemoryStoreConfig) -> Self
+    where
+        T: Serialize + DeserializeOwned,
+    {
+        Self::with_parts(
+            kv,
+            config,
+            Arc::new(JsonCodec::<T>::new()),
+            Arc::new(IdentityTransformer),
+        )
+    }
+
+    /// A store with an explicit codec and value transformer.
+    pub fn with_parts(
+        kv: MemoryKv,
+        config: MemoryStoreConfig,
+        codec: Arc<dyn Codec<T>>,
+        transformer: Arc<dyn Transformer>,
+    ) -> Self {
+        Self {
+            kv,
+            codec,
+            transformer,
+            path_prefix: path_prefix(&config.prefix).into(),
+            resource_prefix: config.resource_prefix.into(),
+            group_resource: config.group_resource.into(),
+            confine_keys: config.confine_keys,
+            watch_list: config.watch_list,
+            versioner: ApiObjectVersioner,
+            reads: Arc::new(AtomicU64::new(0)),
+            hub: Arc::new(WatchHub::default()),
+        }
+    }
+
+    /// Replaces the value transformer (builder style).
+    pub fn with_transformer(mut self, transformer: Arc<dyn Transformer>) -> Self {
+        self.transformer = transformer;
+        self
+    }
+
+    /// Turns kube-apiserver's `WatchList` feature gate on or off (builder style).
+    pub fn with_watch_list(mut self, enabled: bool) -> Self {
+        self.watch_list = enabled;
+        self
+    }
+
+    /// The key space this store keeps its objects in.
+    pub fn kv(&self) -> &MemoryKv {
+        &self.kv
+    }
+
+    /// The value transformer.
+    pub fn transformer(&self) -> &Arc<dyn Transformer> {
+        &self.transformer
+    }
+
+    /// The normalised path prefix every key is joined to (`/registry/`).
+    pub fn path_prefix(&self) -> &str {
+        &self.path_prefix
+    }
+
+    /// The group-resource string of this store.
+    pub fn group_resource(&self) -> &str {
+        &self.group_resource
+    }
+
+    /// The key, relative to the prefix, under which this store's objects live.
+    pub fn resource_prefix(&self) -> &str {
+        &self.resource_prefix
+    }
+
+    /// How many range reads (gets and list pages) this store and its clones made: what
+    /// the etcd3 store records as `get` and `list` requests.
+    pub fn reads(&self) -> u64 {
+        self.reads.load(Ordering::SeqCst)
+    }
+
+    /// The stored key a caller's key maps to, after validation.
+    pub fn prepare_key(&self, key: &str) -> Result<String> {
+        if self.confine_keys && !within(key, &self.resource_prefix) {
+            return Err(StorageError::InvalidKey {
+                key: key.to_owned(),
+                problem: "key outside the resource prefix of this store",
+            });
+        }
+        prepare_key(&self.path_prefix, key)
+    }
+
+    pub(crate) fn count_read(&self) {
+        self.reads.fetch_add(1, Ordering::SeqCst);
+    }
+
+    /// Reads stored bytes back to plain bytes; a failure is an internal error naming the key.
+    pub(crate) fn transform_from_storage(&self, key: &str, value: Bytes) -> Result<(Bytes, bool)> {
+        match self
+            .transformer
+            .transform_from_storage(value, key.as_bytes())
+        {
+            Ok(plain) => Ok((plain.data, plain.stale)),
+            Err(err) => Err(StorageError::Internal {
+                key: key.to_owned(),
+                message: format!("unable to transform value: {err}"),
+                source: Some(Box::new(err)),
+            }),
+        }
+    }
+
+    /// Prepares plain bytes for storage; a failure is an internal error naming the key.
+    pub(crate) fn transform_to_storage(&self, key: &str, data: Bytes) -> Result<Bytes> {
+        self.transformer
+            .transform_to_storage(data, key.as_bytes())
+            .map_err(|err| StorageError::Internal {
+                key: key.to_owned(),
+                message: format!("unable to transform value for storage: {err}"),
+                source: Some(Box::new(err)),
+            })
+    }
+
+    /// Decodes plain bytes and stamps the revision as resourceVersion.
+    pub(crate) fn decode(&self, key: &str, data: &[u8], rev: i64) -> Result<T> {
+        let mut obj = self
+            .codec
+            .decode(data)
+            .map_err(|err| StorageError::Internal {
+                key: key.to_owned(),
+                message: format!("unable to decode value: {err}"),
+                source: Some(Box::new(err)),
+            })?;
+        self.set_revision(&mut obj, rev);
+        Ok(obj)
+    }
+
+    /// Encodes an object for storage (resourceVersion and selfLink cleared).
+    pub(crate) fn encode(&self, key: &str, obj: &mut T) -> Result<Bytes> {
+        self.versioner.prepare_object_for_storage(obj)?;
+        self.codec
+            .encode(obj)
+            .map_err(|err| StorageError::Internal {
+                key: key.to_owned(),
+                message: format!("unable to encode object: {err}"),
+                source: Some(Box::new(err)),
+            })
+    }
+
+    pub(crate) fn set_revision(&self, obj: &mut T, rev: i64) {
+        // Cannot fail for this versioner; a revision is never negative.
+        let _ = self.versioner.update_object(obj, rev.max(0).unsigned_abs());
+    }
+
+    /// The TTL deadline of a write, starting the expiry task when there is one.
+    pub(crate) fn deadline(&self, key: &str, ttl: u64) -> Result<Option<std::time::Duration>> {
+        let deadline = lease::deadline(key, self.kv.shared.clock.now(), ttl)?;
+        if deadline.is_some() {
+            self.kv.ensure_reaper();
+        }
+        Ok(deadline)
+    }
+
+    /// Reads the current state of `key` (one counted read).
+    pub(crate) fn current_state(&self, key: &str, ignore_not_found: bool) -> Result<ObjState<T>> {
+        self.count_read();
+        let kv = self.kv.read().get(key);
+        self.state_from_kv(key, kv, ignore_not_found)
+    }
+
+    /// Builds an object state from a stored key-value (`None`: absent).
+    pub(crate) fn state_from_kv(
+        &self,
+        key: &str,
+        kv: Option<KeyValue>,
+        ignore_not_found: bool,
+    ) -> Result<ObjState<T>> {
+        let Some(kv) = kv else {
+            if !ignore_not_found {
+                return Err(StorageError::not_found(key));
+            }
+            return Ok(ObjState {
+                obj: T::default(),
+                meta: ResponseMeta::default(),
+                rev: 0,
+                data: Bytes::new(),
+                stale: false,
+            });
+        };
+        let (data, stale) = self.transform_from_storage(key, kv.value)?;
+        let obj = self.decode(key, &data, kv.mod_revision)?;
+        Ok(ObjState {
+            obj,
+            meta: ResponseMeta {
+                ttl: 0,
+                resource_version: kv.mod_revision.max(0).unsigned_abs(),
+            },
+            rev: kv.mod_revision,
+            data,
+            stale,
+        })
+    }
+
+    /// The state of a caller's cached object: its resourceVersion and its encoding.
+    pub(crate) fn state_from_object(&self, key: &str, mut obj: T) -> Result<ObjState<T>> {
+        let rv = self
+            .versioner
+            .object_resource_version(&obj)
+            .map_err(|err| StorageError::Internal {
+                key: key.to_owned(),
+                message: format!("couldn't get resource version: {err}"),
+                source: Some(Box::new(err)),
+            })?;
+        let rev = i64::try_from(rv).map_err(|_| {
+            StorageError::bad_request(key, format!("resource version {rv} is out of range"))
+        })?;
+        let data = self.encode(key, &mut obj)?;
+        self.set_revision(&mut obj, rev);
+        Ok(ObjState {
+            obj,
+            meta: ResponseMeta {
+                ttl: 0,
+                resource_version: rv,
+            },
+            rev,
+            data,
+            stale: false,
+        })
+    }
+
+    /// Fails with too-large-resourceVersion when the caller asked for a revision the
+    /// store has not reached.
+    pub(crate) fn validate_minimum_resource_version(
+        &self,
+        key: &str,
+        minimum: &str,
+        actual: i64,
+    ) -> Result<()> {
+        if minimum.is_empty() {
+            return Ok(());
+        }
+        let minimum_rv = self
+            .versioner
+            .parse_resource_version(minimum)
+            .map_err(|err| {
+                StorageError::bad_request(key, format!("invalid resource version: {err}"))
+            })?;
+        let actual = actual.max(0).unsigned_abs();
+        if minimum_rv > actual {
+            return Err(StorageError::ResourceVersionTooLarge {
+                key: key.to_owned(),
+                requested: minimum_rv,
+                current: actual,
+                retry_after_seconds: 0,
+            });
+        }
+        Ok(())
+    }
+
+    /// Get: the latest value, then the minimum-resourceVersion check (before the
+    /// existence check, as the etcd3 store).
+    pub(crate) fn get_object(&self, key: &str, options: &GetOptions) -> Result<T> {
+        let prepared = self.prepare_key(key)?;
+        self.count_read();
+        let (kv, revision) = {
+            let mvcc = self.kv.read();
+            (mvcc.get(&prepared), mvcc.revision())
+        };
+        self.validate_minimum_resource_version(&prepared, &options.resource_version, revision)?;
+        let Some(kv) = kv else {
+            if options.ignore_not_found {
+                return Ok(T::default());
+            }
+            return Err(StorageError::not_found(prepared));
+        };
+        let (data, _) = self.transform_from_storage(&prepared, kv.value)?;
+        self.decode(&prepared, &data, kv.mod_revision)
+    }
+
+    /// Create: "mod revision is 0" then put; the object comes back with the put's
+    /// revision.
+    pub(crate) fn create_object(&self, key: &str, mut obj: T, ttl: u64) -> Result<T> {
+        let prepared = self.prepare_key(key)?;
+        if matches!(self.versioner.object_resource_version(&obj), Ok(v) if v != 0) {
+            return Err(StorageError::ResourceVersionSetOnCreate { key: prepared });
+        }
+        let data = self.encode(&prepared, &mut obj)?;
+        let deadline = self.deadline(&prepared, ttl)?;
+        let stored = self.transform_to_storage(&prepared, data)?;
+        let revision = self
+            .kv
+            .write(|mvcc| mvcc.put_if(&prepared, 0, stored, deadline))
+            .map_err(|_| StorageError::KeyExists {
+                key: prepared.clone(),
+                resource_version: 0,
+            })?;
+        self.set_revision(&mut obj, revision);
+        Ok(obj)
+    }
+
+    /// Count: the live keys under `key/`.
+    pub(crate) fn count_objects(&self, key: &str) -> Result<i64> {
+        let prepared = as_directory(self.prepare_key(key)?);
+        let keys = Keys::Prefix {
+            start: &prepared,
+            prefix: &prepared,
+        };
+        let range = self
+            .kv
+            .read()
+            .range(&keys, 0, 0)
+            .map_err(|err| crate::kv::revision_error(&prepared, err))?;
+        Ok(range.count)
+    }
+}
