@@ -255,10 +255,13 @@ impl StorageError {
         self.kind() == ErrorKind::KeyExists
     }
 
-    /// Whether this is a conflict, including a conflict status passed through from caller code.
+    /// Whether kube-apiserver would answer this error with 409 Conflict: a
+    /// resourceVersion conflict, a failed precondition (kube's registry turns
+    /// `InvalidObject` into 409 Conflict), or a conflict status passed through from caller
+    /// code. "Already exists" is a 409 too, but not a conflict: see [`Self::is_exists`].
     pub fn is_conflict(&self) -> bool {
         match self {
-            Self::Conflict { .. } => true,
+            Self::Conflict { .. } | Self::InvalidObject { .. } => true,
             Self::Api { status, .. } => status.reason == StatusReason::Conflict.as_str(),
             _ => false,
         }
@@ -445,6 +448,41 @@ impl fmt::Display for ErrorKind {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn is_conflict_holds_wherever_the_status_is_a_409_conflict() {
+        let precondition = StorageError::InvalidObject {
+            key: "/registry/pods/a".into(),
+            message: "Precondition failed: UID in precondition: B, UID in object meta: A".into(),
+        };
+        let conflict = StorageError::conflict("/registry/pods/a", "modified");
+        for err in [&precondition, &conflict] {
+            assert_eq!(err.status().code, 409);
+            assert!(err.is_conflict(), "{err}");
+        }
+        let exists = StorageError::KeyExists {
+            key: "/registry/pods/a".into(),
+            resource_version: 0,
+        };
+        assert_eq!(exists.status().code, 409);
+        assert!(!exists.is_conflict() && exists.is_exists());
+    }
+
+    #[test]
+    fn a_watch_error_status_of_410_is_expired() {
+        let status = Status::failure(410, StatusReason::Expired, "too old".to_owned());
+        let err = StorageError::Api {
+            key: "pods".into(),
+            status: Box::new(status),
+        };
+        assert!(err.is_expired());
+        let status = Status::failure(500, StatusReason::InternalError, "boom".to_owned());
+        let err = StorageError::Api {
+            key: "pods".into(),
+            status: Box::new(status),
+        };
+        assert!(!err.is_expired());
+    }
 
     #[test]
     fn invalid_key_message_matches_kube_apiserver() {

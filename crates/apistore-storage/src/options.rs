@@ -80,6 +80,68 @@ pub struct ListOptions {
     pub send_initial_events: Option<bool>,
 }
 
+impl ListOptions {
+    /// Options for everything under a key prefix (`recursive`), the usual list or watch
+    /// of a resource or a namespace. The default options read one key: a list of a
+    /// prefix without `recursive` finds nothing, as in kube-apiserver.
+    ///
+    /// ```
+    /// use apistore_storage::ListOptions;
+    ///
+    /// let options = ListOptions::prefix().labels("app=web")?.limit(500);
+    /// assert!(options.recursive);
+    /// assert_eq!(options.predicate.limit, 500);
+    /// # Ok::<(), apistore_storage::SelectorError>(())
+    /// ```
+    pub fn prefix() -> Self {
+        Self {
+            recursive: true,
+            ..Self::default()
+        }
+    }
+
+    /// Only objects with these labels (builder style); the selector is parsed here.
+    pub fn labels(mut self, selector: &str) -> Result<Self, crate::SelectorError> {
+        self.predicate.label = crate::LabelSelector::parse(selector)?;
+        Ok(self)
+    }
+
+    /// Only objects with these fields (builder style); the selector is parsed here.
+    pub fn fields(mut self, selector: &str) -> Result<Self, crate::SelectorError> {
+        self.predicate.field = crate::FieldSelector::parse(selector)?;
+        Ok(self)
+    }
+
+    /// At most `limit` items per page (builder style).
+    pub fn limit(mut self, limit: i64) -> Self {
+        self.predicate.limit = limit;
+        self
+    }
+
+    /// Continue a previous page (builder style).
+    pub fn continue_from(mut self, token: impl Into<String>) -> Self {
+        self.predicate.continue_token = token.into();
+        self
+    }
+
+    /// List at, or watch from, a resourceVersion (builder style).
+    pub fn at(
+        mut self,
+        resource_version: impl Into<String>,
+        matching: ResourceVersionMatch,
+    ) -> Self {
+        self.resource_version = resource_version.into();
+        self.resource_version_match = matching;
+        self
+    }
+
+    /// Accept bookmarks on a watch (builder style).
+    pub fn bookmarks(mut self) -> Self {
+        self.predicate.allow_watch_bookmarks = true;
+        self
+    }
+}
+
 /// Conditions a delete or update checks against the stored object.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Preconditions {
