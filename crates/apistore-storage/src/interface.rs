@@ -1,4 +1,9 @@
 //! The storage contract: kube-apiserver's `storage.Interface` and `storage.Versioner`.
+//!
+//! Nothing here names a backend. A backend keeps objects under keys in a key space with
+//! one global revision that every write moves forward; an object's resourceVersion is
+//! the revision of its last write, and a list or watch at a resourceVersion sees the
+//! key space as it was at that revision.
 
 use std::future::Future;
 
@@ -33,7 +38,11 @@ pub trait Versioner: Send + Sync {
 ///
 /// Keys are relative to the store's prefix (`pods/default/nginx`). Every method is
 /// cancel-safe: dropping its future abandons the request, and a write either happened
-/// completely or not at all.
+/// completely or not at all. Writes are compare-and-swap on the object's revision, so
+/// concurrent writers never lose each other's updates.
+///
+/// A revision the backend has forgotten (compacted away) is an expired error (410) for
+/// lists and watches; one it has not reached yet is a too-large-resourceVersion error.
 pub trait Storage: Send + Sync {
     /// The type of object this store holds.
     type Object: ApiObject + Clone + Default + Send + Sync + 'static;
@@ -42,8 +51,9 @@ pub trait Storage: Send + Sync {
     fn versioner(&self) -> &dyn Versioner;
 
     /// Creates `object` under `key`, failing if the key exists. A `ttl` in seconds other
-    /// than 0 makes etcd delete the object after that time. Returns the stored object
-    /// with its resourceVersion.
+    /// than 0 makes the storage delete the object once that time has passed (a deletion
+    /// watches see like any other). Returns the stored object with its resourceVersion;
+    /// an object that already carries one is refused.
     fn create(
         &self,
         key: &str,
@@ -51,7 +61,8 @@ pub trait Storage: Send + Sync {
         ttl: u64,
     ) -> impl Future<Output = Result<Self::Object>> + Send;
 
-    /// Reads the object under `key`.
+    /// Reads the object under `key`: always its latest state. A `resource_version` in the
+    /// options the storage has not reached yet is a too-large-resourceVersion error.
     fn get(
         &self,
         key: &str,
@@ -78,14 +89,18 @@ pub trait Storage: Send + Sync {
     where
         F: FnMut(Self::Object, &ResponseMeta) -> Result<Update<Self::Object>> + Send;
 
-    /// Lists the objects under `key` (or the one object, when not recursive).
+    /// Lists the objects under `key` (or the one object, when not recursive), all read at
+    /// one revision: the first page fixes it and the continue token carries it, as the
+    /// options' resourceVersion and match say (kube-apiserver's `GetList`).
     fn list(
         &self,
         key: &str,
         options: &ListOptions,
     ) -> impl Future<Output = Result<ObjectList<Self::Object>>> + Send;
 
-    /// Watches the objects under `key` (or the one object, when not recursive).
+    /// Watches the objects under `key` (or the one object, when not recursive): every
+    /// change after the options' resourceVersion, in order, exactly once, or an Error
+    /// event last (410 when that revision was compacted away).
     fn watch(
         &self,
         key: &str,
@@ -98,6 +113,7 @@ pub trait Storage: Send + Sync {
     /// Whether the store is ready to serve.
     fn readiness_check(&self) -> impl Future<Output = Result<()>> + Send;
 
-    /// Asks the backend to send progress notifications (bookmarks) to the store's watches.
+    /// Asks the backend for progress notifications: each of the store's watches that has
+    /// seen every change up to the current revision gets a bookmark at it.
     fn request_watch_progress(&self) -> impl Future<Output = Result<()>> + Send;
 }
