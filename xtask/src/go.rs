@@ -6,6 +6,7 @@
 //! (`cargo clean` removes it: the cache is kept writable for that).
 
 use std::env;
+use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
@@ -31,19 +32,8 @@ impl Go {
     /// `go` on `PATH`, else [`WELL_KNOWN_GO`]; the error is one line saying what
     /// `needed_by` needs.
     pub(crate) fn find(root: &Path, needed_by: &str) -> Result<Self> {
-        let on_path = env::var_os("PATH").and_then(|paths| {
-            env::split_paths(&paths)
-                .map(|dir| dir.join("go"))
-                .find(|candidate| candidate.is_file())
-        });
-        let binary = on_path
-            .or_else(|| Some(PathBuf::from(WELL_KNOWN_GO)).filter(|path| path.is_file()))
-            .ok_or_else(|| {
-                XtaskError::GoMissing(format!(
-                    "{needed_by} needs Go 1.26 or newer (`go` on PATH or {WELL_KNOWN_GO}, \
-                     from https://go.dev/dl/) and access to the Go module proxy"
-                ))
-            })?;
+        let binary = find_go(env::var_os("PATH"), Path::new(WELL_KNOWN_GO))
+            .ok_or_else(|| XtaskError::GoMissing(missing(needed_by)))?;
         let go = Self {
             binary,
             root: root.to_path_buf(),
@@ -98,5 +88,57 @@ impl Go {
         run_step(&mut build)?;
         std::fs::rename(&partial, output)
             .map_err(|e| XtaskError::io(format!("move {} into place", output.display()), e))
+    }
+}
+
+/// `go` in one of `path`'s directories, else `well_known` if it is a file.
+fn find_go(path: Option<OsString>, well_known: &Path) -> Option<PathBuf> {
+    path.and_then(|paths| {
+        env::split_paths(&paths)
+            .map(|dir| dir.join("go"))
+            .find(|candidate| candidate.is_file())
+    })
+    .or_else(|| Some(well_known.to_path_buf()).filter(|path| path.is_file()))
+}
+
+/// The one line said when Go is missing.
+fn missing(needed_by: &str) -> String {
+    format!(
+        "{needed_by} needs Go 1.26 or newer (`go` on PATH or {WELL_KNOWN_GO}, from \
+         https://go.dev/dl/) and access to the Go module proxy"
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn go_is_found_on_path_then_at_the_well_known_place() {
+        let dir = env::temp_dir().join(format!("xtask-go-test-{}", std::process::id()));
+        let bin = dir.join("bin");
+        std::fs::create_dir_all(&bin).unwrap();
+        let go = bin.join("go");
+        std::fs::write(&go, "").unwrap();
+        let nowhere = dir.join("nowhere");
+        assert_eq!(
+            find_go(Some(bin.into_os_string()), &nowhere),
+            Some(go.clone())
+        );
+        assert_eq!(
+            find_go(Some(dir.clone().into_os_string()), &go),
+            Some(go.clone())
+        );
+        assert_eq!(find_go(None, &go), Some(go));
+        assert_eq!(find_go(Some(dir.clone().into_os_string()), &nowhere), None);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn the_missing_go_message_is_one_line_naming_what_is_needed() {
+        let message = missing("cargo xtask interop");
+        assert!(!message.contains('\n'));
+        assert!(message.starts_with("cargo xtask interop needs Go"));
+        assert!(message.contains("module proxy"));
     }
 }
