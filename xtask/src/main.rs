@@ -200,7 +200,13 @@ fn test(root: &Path, etcd: Option<EtcdVersion>, cargo_test_args: &[String]) -> R
 }
 
 /// The facade's examples `cargo xtask test` runs (the demo has its own command).
-const EXAMPLES: [&str; 4] = ["typed_configmap", "paging", "rotation", "controller"];
+const EXAMPLES: [&str; 5] = [
+    "typed_configmap",
+    "paging",
+    "rotation",
+    "controller",
+    "controller_test",
+];
 
 /// `cargo xtask interop`: the differential tests against each etcd version, and on the
 /// built versions (3.5, 3.6) the etcd3 backend's and the fixture's own suites, which

@@ -27,6 +27,18 @@
 //! implements [`ApiObject`] and serde (k8s-openapi types with the `k8s-openapi`
 //! feature), [`ApiStore::dynamic_store`] for [`DynamicObject`].
 //!
+//! # Without etcd
+//!
+//! [`ApiStore::in_memory`] gives a [`MemoryApiStore`]: the same `store`,
+//! `dynamic_store` and `resource_layout`, with the same layout, codecs and encryption,
+//! over an in-memory key space with etcd's semantics (revisions, compaction, TTLs on an
+//! injectable [`ManualClock`], watches and bookmarks) instead of etcd. Its stores are
+//! [`MemoryStore`]s; both they and [`Etcd3Store`]s implement [`Storage`], so a
+//! controller written against `Storage` is unit-tested on one and deployed on the
+//! other (see `examples/controller_test.rs`). It is a type of its own, rather than a
+//! builder option, so that [`ApiStore::store`] keeps returning the concrete
+//! [`Etcd3Store`] every caller names.
+//!
 //! # Feature flags
 //!
 //! - `k8s-openapi`: store k8s-openapi types directly, e.g.
@@ -37,10 +49,12 @@
 //! configured.
 
 mod builder;
+mod memory;
 mod rewrite;
 pub mod runtime;
 
 pub use builder::{ApiStore, ApiStoreBuilder, BuildError};
+pub use memory::MemoryApiStore;
 pub use rewrite::{RewriteOptions, RewriteSummary, rewrite_stale};
 
 #[doc(inline)]
@@ -51,6 +65,10 @@ pub use apistore_etcd3::{
 };
 #[doc(inline)]
 pub use apistore_layout::{BuiltIn, LayoutError, ResourceLayout, StorageEncoding, StorageLayout};
+#[doc(inline)]
+pub use apistore_memory::{
+    Clock, KvConfig, ManualClock, MemoryKv, MemoryStore, MemoryStoreConfig, SystemClock,
+};
 #[doc(inline)]
 pub use apistore_protobuf::{KubeProtobuf, MediaType, ProtobufError, StorageCodec};
 #[doc(inline)]
@@ -66,6 +84,8 @@ pub mod layers {
     pub use apistore_etcd3 as etcd3;
     #[doc(inline)]
     pub use apistore_layout as layout;
+    #[doc(inline)]
+    pub use apistore_memory as memory;
     #[doc(inline)]
     pub use apistore_protobuf as protobuf;
     #[doc(inline)]

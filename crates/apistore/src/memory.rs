@@ -1,0 +1,167 @@
+//! The facade without etcd: [`ApiStore::in_memory`] hands out the same typed and dynamic
+//! stores as [`ApiStore`], kept in an in-memory key space with etcd's semantics
+//! (`apistore-memory`), for unit tests of controllers and anything else that would
+//! otherwise need an etcd process.
+//!
+//! # Why a type of its own
+//!
+//! [`ApiStore::store`] returns an [`Etcd3Store`](crate::Etcd3Store), a concrete type that
+//! the command, the examples and every caller's signatures name. Making it generic, or
+//! an enum over backends, would change all of them and put a branch in every request.
+//! Instead [`MemoryApiStore`] has the same `store`, `dynamic_store`, `resource_layout`,
+//! `layout` and `transformer_for` methods, returning [`MemoryStore`]s; both store types
+//! implement [`Storage`](crate::Storage), so code written against `Storage` (as a
+//! controller should be) runs on either, and a test swaps one constructor for the
+//! other. The stores use the same layout (`apistore-layout`: key prefixes, confined
+//! keys) and the same codecs (kube's protobuf for built-ins, JSON for custom
+//! resources) and encryption configuration as the etcd facade, so the bytes a test
+//! sees are the bytes etcd would hold.
+//!
+//! ```
+//! use apistore::{ApiStore, DynamicObject, GetOptions, Storage};
+//!
+//! # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+//! let api = ApiStore::in_memory();
+//! let widgets = api.dynamic_store("widgets.example.com");
+//! let key = api.resource_layout("widgets.example.com").key("default", "w1");
+//! let w = DynamicObject::new("example.com/v1", "Widget", "w1").within("default");
+//! let created = widgets.create(&key, w, 0).await?;
+//! let read = widgets.get(&key, &GetOptions::default()).await?;
+//! assert_eq!(created, read);
+//! // The bytes are where kube-apiserver would keep them.
+//! assert!(api.kv().raw_get("/registry/example.com/widgets/default/w1").is_some());
+//! # Ok::<(), apistore::StorageError>(()) }).unwrap();
+//! ```
+
+use std::sync::Arc;
+
+use apistore_layout::{ResourceLayout, StorageEncoding, StorageLayout};
+use apistore_memory::{KvConfig, MemoryKv, MemoryStore, MemoryStoreConfig};
+use apistore_protobuf::{MediaType, StorageCodec};
+use apistore_storage::{ApiObject, Codec, DynamicObject};
+use apistore_value::config::EncryptionConfig;
+use apistore_value::{IdentityTransformer, Transformer};
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+
+use crate::ApiStore;
+
+impl ApiStore {
+    /// A facade over a fresh in-memory key space instead of etcd, with kube-apiserver's
+    /// defaults (prefix `/registry`, kube's layout and encodings, no encryption).
+    pub fn in_memory() -> MemoryApiStore {
+        MemoryApiStore::new(MemoryKv::new(KvConfig::default()))
+    }
+}
+
+/// An [`ApiStore`] without etcd: one in-memory key space that hands out one typed store
+/// per resource, laid out and encoded as the etcd facade's.
+#[derive(Debug, Clone)]
+pub struct MemoryApiStore {
+    kv: MemoryKv,
+    layout: StorageLayout,
+    prefix: String,
+    storage_media_type: Option<MediaType>,
+    encryption: Option<Arc<EncryptionConfig>>,
+}
+
+impl MemoryApiStore {
+    /// A facade over `kv` (for a key space with its own [`KvConfig`] or clock), with
+    /// kube-apiserver's defaults.
+    pub fn new(kv: MemoryKv) -> Self {
+        Self {
+            kv,
+            layout: StorageLayout::kube_1_31(),
+            prefix: "/registry".to_owned(),
+            storage_media_type: None,
+            encryption: None,
+        }
+    }
+
+    /// The prefix every key is stored under (builder style; default `/registry`).
+    pub fn prefix(mut self, prefix: impl Into<String>) -> Self {
+        self.prefix = prefix.into();
+        self
+    }
+
+    /// Encrypts at rest as this `EncryptionConfiguration` says (builder style).
+    pub fn encryption_config(mut self, config: EncryptionConfig) -> Self {
+        self.encryption = Some(Arc::new(config));
+        self
+    }
+
+    /// Writes every resource in this encoding instead of kube's choice per resource
+    /// (builder style), as [`ApiStoreBuilder::storage_media_type`](crate::ApiStoreBuilder::storage_media_type).
+    pub fn storage_media_type(mut self, media_type: MediaType) -> Self {
+        self.storage_media_type = Some(media_type);
+        self
+    }
+
+    /// The key space: raw bytes, revisions, compaction, TTL expiry.
+    pub fn kv(&self) -> &MemoryKv {
+        &self.kv
+    }
+
+    /// kube-apiserver's storage layout, which says where each resource's objects live.
+    pub fn layout(&self) -> StorageLayout {
+        self.layout
+    }
+
+    /// Where and how a resource is stored, as [`ApiStore::resource_layout`].
+    pub fn resource_layout(&self, resource: &str) -> ResourceLayout {
+        let mut layout = self.layout.resource(resource);
+        if let Some(media_type) = self.storage_media_type {
+            layout.encoding = match media_type {
+                MediaType::Protobuf => StorageEncoding::Protobuf,
+                MediaType::Json => StorageEncoding::Json,
+            };
+        }
+        layout
+    }
+
+    /// The store configuration for a resource: kube's key prefix, keys outside it
+    /// refused, as [`ApiStore::store_config`].
+    pub fn store_config(&self, resource: &str) -> MemoryStoreConfig {
+        let layout = self.layout.resource(resource);
+        MemoryStoreConfig {
+            prefix: self.prefix.clone(),
+            group_resource: layout.group_resource.to_string(),
+            resource_prefix: format!("/{}", layout.key_prefix),
+            confine_keys: true,
+            ..MemoryStoreConfig::default()
+        }
+    }
+
+    /// The value transformer for a resource, as [`ApiStore::transformer_for`].
+    pub fn transformer_for(&self, resource: &str) -> Arc<dyn Transformer> {
+        match &self.encryption {
+            Some(config) => config.transformer_for(resource),
+            None => Arc::new(IdentityTransformer),
+        }
+    }
+
+    /// A typed store for a resource, as [`ApiStore::store`]: keys relative to the
+    /// prefix and under the resource's key prefix, values read in either encoding and
+    /// written as kube-apiserver writes this resource.
+    pub fn store<T>(&self, resource: &str) -> MemoryStore<T>
+    where
+        T: ApiObject + Clone + Default + Send + Sync + Serialize + DeserializeOwned + 'static,
+    {
+        let media_type = match self.resource_layout(resource).encoding {
+            StorageEncoding::Protobuf => MediaType::Protobuf,
+            StorageEncoding::Json => MediaType::Json,
+        };
+        let codec: Arc<dyn Codec<T>> = Arc::new(StorageCodec::<T>::new(media_type));
+        MemoryStore::with_parts(
+            self.kv.clone(),
+            self.store_config(resource),
+            codec,
+            self.transformer_for(resource),
+        )
+    }
+
+    /// A store of [`DynamicObject`]s for a resource.
+    pub fn dynamic_store(&self, resource: &str) -> MemoryStore<DynamicObject> {
+        self.store(resource)
+    }
+}
