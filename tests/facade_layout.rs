@@ -233,3 +233,58 @@ async fn corrupt_protobuf_and_unknown_kinds_are_errors_naming_the_key_and_the_ki
         assert_eq!(err.status().code, 500, "{text}");
     }
 }
+
+#[tokio::test]
+async fn namespaced_and_cluster_views_build_kubes_keys_from_names() {
+    use apistore::StoreExt;
+    let prefix = unique_prefix("layout-scoped");
+    let api = api(&prefix).await;
+    let services = api.dynamic_store("services");
+    let default = services.namespaced("default");
+    assert_eq!(default.key("web"), "services/specs/default/web");
+    let svc = DynamicObject::new("v1", "Service", "web").within("default");
+    let created = default.create(svc.clone()).await.unwrap();
+    assert_eq!(services.key_of(&created), "services/specs/default/web");
+    let read = default.get("web").await.unwrap();
+    assert_eq!(read.metadata.resource_version, created.metadata.resource_version);
+    assert!(!raw(&prefix, "services/specs/default/web").await.is_empty());
+    // An object of another namespace is refused, as kube-apiserver refuses it.
+    let err = services.namespaced("other").create(svc).await.unwrap_err();
+    assert!(err.is_bad_request(), "{err}");
+    let updated = default
+        .update("web", |mut s, _| {
+            s.metadata.labels.insert("tier".into(), "front".into());
+            Ok(s.into())
+        })
+        .await
+        .unwrap();
+    assert_eq!(updated.metadata.labels["tier"], "front");
+    assert_eq!(
+        default
+            .list(&ListOptions::default())
+            .await
+            .unwrap()
+            .items
+            .len(),
+        1
+    );
+    default.delete("web").await.unwrap();
+    assert!(default.get("web").await.unwrap_err().is_not_found());
+
+    let nodes = api.dynamic_store("nodes");
+    let cluster = nodes.cluster();
+    assert_eq!(cluster.key("n1"), "minions/n1");
+    cluster
+        .create(DynamicObject::new("v1", "Node", "n1"))
+        .await
+        .unwrap();
+    assert_eq!(
+        cluster
+            .list(&ListOptions::default())
+            .await
+            .unwrap()
+            .items
+            .len(),
+        1
+    );
+}

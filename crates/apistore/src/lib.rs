@@ -52,10 +52,12 @@ mod builder;
 mod memory;
 mod rewrite;
 pub mod runtime;
+mod scoped;
 
 pub use builder::{ApiStore, ApiStoreBuilder, BuildError};
 pub use memory::MemoryApiStore;
 pub use rewrite::{RewriteOptions, RewriteSummary, rewrite_stale};
+pub use scoped::{Scoped, StoreExt};
 
 #[doc(inline)]
 pub use apistore_etcd3::{
