@@ -43,7 +43,10 @@
 //!
 //! - `k8s-openapi`: store k8s-openapi types directly, e.g.
 //!   `api.store::<k8s_openapi::api::core::v1::ConfigMap>("configmaps")`. Your
-//!   application picks the k8s-openapi version feature (`latest`, `v1_31`, ...).
+//!   application picks the k8s-openapi version feature. apistore builds against
+//!   k8s-openapi 0.29, whose features are `v1_33` to `v1_37` (`earliest`, `latest`); the
+//!   protobuf codec is generated from Kubernetes 1.31 types, and the fields those later
+//!   versions added are refused on protobuf writes (a JSON write keeps them).
 //!
 //! Encryption, metrics, tracing, compaction and TLS are always built; each is off until
 //! configured.
