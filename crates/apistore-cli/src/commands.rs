@@ -320,7 +320,7 @@ async fn connect(
         .endpoints(global.endpoints.iter().cloned())
         .prefix(global.prefix.clone())
         .request_timeout(Some(Duration::from_secs(global.request_timeout.max(1))))
-        .dial_timeout(Duration::from_secs(global.request_timeout.max(1)));
+        .dial_timeout(Duration::from_secs(5)); // etcdctl's --dial-timeout
     if let Some(path) = &global.encryption_config {
         builder = builder.encryption_config_file(path);
     }

@@ -8,11 +8,18 @@
 
 use std::fmt;
 use std::path::Path;
+use std::sync::Arc;
 use std::time::Duration;
 
 use etcd_client::{Certificate, Client, ConnectOptions, Identity, TlsOptions};
 
-use crate::error::ConnectError;
+use crate::endpoints::{Members, ProbeSettings};
+use crate::error::{ConnectError, describe};
+
+/// [`ClientConfig::unresponsive_after`] by default.
+pub const DEFAULT_UNRESPONSIVE_AFTER: Duration = Duration::from_millis(500);
+/// [`ClientConfig::probe_timeout`] by default.
+pub const DEFAULT_PROBE_TIMEOUT: Duration = Duration::from_millis(500);
 
 /// How to reach etcd.
 #[derive(Clone)]
@@ -21,8 +28,17 @@ pub struct ClientConfig {
     pub endpoints: Vec<String>,
     /// How long to wait for a connection (kube-apiserver: 20 s).
     pub dial_timeout: Duration,
-    /// Keep-alive interval and timeout on the connection (kube-apiserver: 30 s and 10 s).
+    /// Keep-alive interval and timeout on the connection (kube-apiserver: 30 s and 10 s):
+    /// an HTTP/2 ping every interval, idle or not, and a connection whose ping goes
+    /// unanswered for the timeout is closed, so a dead TCP peer is found without traffic.
     pub keep_alive: Option<(Duration, Duration)>,
+    /// A request outstanding this long on one member gets that member probed (a
+    /// maintenance status request); 500 ms by default. See [`Self::probe_timeout`].
+    pub unresponsive_after: Duration,
+    /// How long the probe of a member may take before the member counts as not
+    /// answering (*suspect*): requests then go to the other members until a probe
+    /// answers again. 500 ms by default. kube-apiserver's client has no equivalent.
+    pub probe_timeout: Duration,
     /// etcd user name and password, when etcd has authentication on.
     pub credentials: Option<(String, String)>,
     /// TLS to etcd (endpoints must then be `https://` or have no scheme); `None` for
@@ -36,6 +52,8 @@ impl Default for ClientConfig {
             endpoints: vec!["http://127.0.0.1:2379".to_owned()],
             dial_timeout: Duration::from_secs(20),
             keep_alive: Some((Duration::from_secs(30), Duration::from_secs(10))),
+            unresponsive_after: DEFAULT_UNRESPONSIVE_AFTER,
+            probe_timeout: DEFAULT_PROBE_TIMEOUT,
             credentials: None,
             tls: None,
         }
@@ -63,6 +81,8 @@ impl fmt::Debug for ClientConfig {
             .field("endpoints", &self.endpoints)
             .field("dial_timeout", &self.dial_timeout)
             .field("keep_alive", &self.keep_alive)
+            .field("unresponsive_after", &self.unresponsive_after)
+            .field("probe_timeout", &self.probe_timeout)
             .field(
                 "credentials",
                 &self
@@ -217,7 +237,11 @@ fn contains(haystack: &[u8], needle: &[u8]) -> bool {
 /// A connection to an etcd cluster, cheap to clone and shared by every store built on it.
 #[derive(Clone)]
 pub struct EtcdClient {
+    /// Balanced over every endpoint: for the requests that do not pick a member
+    /// (health, compaction, polls).
     pub(crate) inner: Client,
+    /// One connection per member, for the store's requests and watch streams.
+    pub(crate) members: Arc<Members>,
     endpoints: Vec<String>,
 }
 
@@ -270,13 +294,30 @@ impl EtcdClient {
         }
         let check_now = config.tls.is_some();
         let connect = async {
-            let client = Client::connect(config.endpoints.clone(), Some(options)).await?;
+            let client = Client::connect(config.endpoints.clone(), Some(options.clone())).await?;
             if check_now {
                 client.clone().status().await?;
             }
-            Ok::<_, etcd_client::Error>(client)
+            // One more connection per member when there are several, so that each
+            // request knows where it went; a single endpoint shares the balanced one.
+            let members = if config.endpoints.len() == 1 {
+                vec![(config.endpoints[0].clone(), client.clone())]
+            } else {
+                let mut members = Vec::with_capacity(config.endpoints.len());
+                for endpoint in &config.endpoints {
+                    let member =
+                        Client::connect([endpoint.as_str()], Some(options.clone())).await?;
+                    members.push((endpoint.clone(), member));
+                }
+                members
+            };
+            Ok::<_, etcd_client::Error>((client, members))
         };
-        let inner = match tokio::time::timeout(config.dial_timeout, connect).await {
+        let settings = ProbeSettings {
+            unresponsive_after: config.unresponsive_after,
+            probe_timeout: config.probe_timeout,
+        };
+        let (inner, members) = match tokio::time::timeout(config.dial_timeout, connect).await {
             Ok(Ok(client)) => client,
             Ok(Err(source)) => {
                 let user = config.credentials.as_ref().map(|(user, _)| user.as_str());
@@ -291,6 +332,7 @@ impl EtcdClient {
         };
         Ok(Self {
             inner,
+            members: Arc::new(Members::new(members, settings)),
             endpoints: config.endpoints.clone(),
         })
     }
@@ -365,28 +407,8 @@ fn connect_error(
     }
     ConnectError::Connect {
         endpoints,
-        source: Box::new(source),
+        source: Box::new(crate::error::EtcdFailure(detail)),
     }
-}
-
-/// An etcd client error in few words: gRPC's message, then each underlying cause once.
-fn describe(error: &etcd_client::Error) -> String {
-    let (mut text, mut source) = match error {
-        etcd_client::Error::GRpcStatus(status) => (
-            status.message().to_owned(),
-            std::error::Error::source(status),
-        ),
-        other => (other.to_string(), std::error::Error::source(other)),
-    };
-    while let Some(cause) = source {
-        let message = cause.to_string();
-        if !text.contains(&message) {
-            text.push_str(": ");
-            text.push_str(&message);
-        }
-        source = cause.source();
-    }
-    text
 }
 
 #[cfg(test)]

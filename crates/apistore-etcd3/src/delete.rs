@@ -2,7 +2,7 @@
 //! compare-and-swap on the mod revision, retried on conflict. Follows
 //! `conditionalDelete` in kube-apiserver's `etcd3/store.go`.
 
-use apistore_storage::{ApiObject, DeleteOptions, Result, StorageError};
+use apistore_storage::{ApiObject, DeleteOptions, Result};
 use etcd_client::{Compare, CompareOp, Txn, TxnOp};
 
 use crate::instrument::Operation;
@@ -65,11 +65,10 @@ where
                 continue;
             }
             let Some(header) = response.header() else {
-                return Err(StorageError::Internal {
-                    key: prepared,
-                    message: "invalid DeleteRange response: no header".to_owned(),
-                    source: None,
-                });
+                return Err(crate::error::internal(
+                    prepared,
+                    "invalid DeleteRange response: no header",
+                ));
             };
             // The last state we saw, with the revision of its deletion.
             let mut deleted = state.obj;

@@ -93,45 +93,198 @@ pub enum ConnectError {
     },
 }
 
-/// etcd's message when a read asks for a compacted revision.
-pub(crate) const COMPACTED: &str = "required revision has been compacted";
+/// How an etcd call failed, decided from gRPC codes and error types, never from the
+/// words of a message.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Failure {
+    /// The request never left the client: the connection (TCP, or its TLS handshake)
+    /// could not be made, or etcd refused it before handling it (`no leader`). Safe to
+    /// repeat, writes included.
+    NotSent,
+    /// The connection broke, or the peer does not speak etcd's gRPC: the request's fate
+    /// is unknown. `foreign` when no I/O error explains it (the peer answered bytes that
+    /// are not HTTP/2: a plain-HTTP endpoint on a TLS port, or a server that is not etcd).
+    Transport {
+        /// The peer spoke something other than etcd's HTTP/2.
+        foreign: bool,
+    },
+    /// The client's own per-request timeout expired.
+    TimedOut,
+    /// etcd answered with this gRPC status code.
+    Server(tonic::Code),
+    /// Anything else the client reports (bad arguments, watch plumbing).
+    Client,
+}
+
+/// etcd's errors as its Go client identifies them (`rpctypes.Error`): a status that came
+/// from etcd (not made up by the client from a local failure) with etcd's exact
+/// description. This is etcd's wire protocol for typed errors, not free text.
+fn is_etcd_error(err: &etcd_client::Error, code: tonic::Code, description: &str) -> bool {
+    matches!(err, etcd_client::Error::GRpcStatus(status)
+        if status.code() == code
+            && std::error::Error::source(status).is_none()
+            && status.message() == description)
+}
+
+/// `rpctypes.ErrGRPCCompacted`.
+const COMPACTED: &str = "etcdserver: mvcc: required revision has been compacted";
+/// `rpctypes.ErrGRPCNoLeader`: refused by etcd's interceptor before any handling.
+const NO_LEADER: &str = "etcdserver: no leader";
+
+/// Classifies an etcd client error.
+pub(crate) fn classify(err: &etcd_client::Error) -> Failure {
+    use etcd_client::Error as E;
+    match err {
+        E::GRpcStatus(status) => {
+            let Some(source) = std::error::Error::source(status) else {
+                if is_etcd_error(err, tonic::Code::Unavailable, NO_LEADER) {
+                    return Failure::NotSent;
+                }
+                return Failure::Server(status.code());
+            };
+            // A status the client made from a local failure: its cause says which.
+            local_failure(source)
+        }
+        E::TransportError(transport) => match std::error::Error::source(transport) {
+            Some(source) => local_failure(source),
+            None => Failure::Transport { foreign: false },
+        },
+        E::IoError(_) => Failure::Transport { foreign: false },
+        _ => Failure::Client,
+    }
+}
+
+/// What a local failure's cause chain says: a connection never made, a timeout, or a
+/// broken (or foreign) connection.
+fn local_failure(cause: &(dyn std::error::Error + 'static)) -> Failure {
+    let mut io = false;
+    let mut next = Some(cause);
+    while let Some(cause) = next {
+        if cause.is::<tonic::ConnectError>() {
+            return Failure::NotSent;
+        }
+        if cause.is::<tonic::TimeoutExpired>() {
+            return Failure::TimedOut;
+        }
+        io |= cause.is::<std::io::Error>();
+        next = cause.source();
+    }
+    Failure::Transport { foreign: !io }
+}
+
+/// Whether a watch stream's failure is worth a new stream: everything but a permanent
+/// refusal by etcd (as Go's clientv3, which resumes on Unavailable and Internal).
+pub(crate) fn is_transient(err: &etcd_client::Error) -> bool {
+    match classify(err) {
+        Failure::NotSent | Failure::Transport { .. } | Failure::TimedOut => true,
+        Failure::Server(code) => matches!(
+            code,
+            tonic::Code::Unavailable | tonic::Code::Internal | tonic::Code::Unknown
+        ),
+        Failure::Client => false,
+    }
+}
+
+/// An etcd client error in few words, without Rust `Debug` output: gRPC's code and
+/// message, then each underlying cause once.
+pub(crate) fn describe(err: &etcd_client::Error) -> String {
+    use etcd_client::Error as E;
+    let (mut text, mut source) = match err {
+        E::GRpcStatus(status) => {
+            let message = status.message();
+            let text = if message.is_empty() {
+                format!("{:?}", status.code())
+            } else {
+                message.to_owned()
+            };
+            (text, std::error::Error::source(status))
+        }
+        E::TransportError(transport) => (
+            "transport error".to_owned(),
+            std::error::Error::source(transport),
+        ),
+        other => (other.to_string(), std::error::Error::source(other)),
+    };
+    while let Some(cause) = source {
+        let message = cause.to_string();
+        if !message.is_empty() && !text.contains(&message) {
+            text.push_str(": ");
+            text.push_str(&message);
+        }
+        source = cause.source();
+    }
+    text
+}
+
+/// What to tell a person about an endpoint that does not speak etcd's gRPC.
+pub(crate) const FOREIGN_HINT: &str = "the endpoint does not speak etcd's gRPC: is it an etcd \
+     client URL (not a peer or metrics port, not another server), and does its scheme match \
+     etcd's (http:// to a TLS port fails this way; use https:// with a CA)?";
+
+/// A plain error carrying a readable message, for the source of storage errors.
+#[derive(Debug)]
+pub(crate) struct EtcdFailure(pub(crate) String);
+
+impl std::fmt::Display for EtcdFailure {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for EtcdFailure {}
 
 /// Maps an etcd client error for an operation on `key` to a storage error.
 pub(crate) fn from_etcd(key: &str, err: etcd_client::Error) -> StorageError {
-    use etcd_client::Error as E;
-    match err {
-        E::GRpcStatus(status) => match status.code() {
-            // A connection that broke mid-request surfaces as `Unknown: transport error`:
-            // etcd was lost, the request's fate is unknown, as with `Unavailable`.
-            tonic::Code::Unavailable => StorageError::Unreachable {
+    from_etcd_at(key, None, err)
+}
+
+/// [`from_etcd`], naming the endpoint the request went to when it is known.
+pub(crate) fn from_etcd_at(
+    key: &str,
+    endpoint: Option<&str>,
+    err: etcd_client::Error,
+) -> StorageError {
+    let detail = describe(&err);
+    let at = endpoint.map(|e| format!(" at {e}")).unwrap_or_default();
+    let unreachable = |text: String| StorageError::Unreachable {
+        key: key.to_owned(),
+        source: Box::new(EtcdFailure(text)),
+    };
+    match classify(&err) {
+        Failure::NotSent => unreachable(format!("etcd{at} could not be reached: {detail}")),
+        Failure::Transport { foreign: false } => {
+            unreachable(format!("the connection to etcd{at} broke: {detail}"))
+        }
+        Failure::Transport { foreign: true } => unreachable(format!(
+            "etcd{at} did not answer in gRPC ({detail}); {FOREIGN_HINT}"
+        )),
+        Failure::TimedOut => StorageError::Timeout {
+            key: key.to_owned(),
+            message: format!("no answer from etcd{at}: {detail}"),
+        },
+        Failure::Server(tonic::Code::Unavailable) => {
+            unreachable(format!("etcd{at} is unavailable: {detail}"))
+        }
+        Failure::Server(tonic::Code::DeadlineExceeded | tonic::Code::Cancelled) => {
+            StorageError::Timeout {
                 key: key.to_owned(),
-                source: Box::new(E::GRpcStatus(status)),
-            },
-            tonic::Code::Unknown if status.message().contains("transport error") => {
-                StorageError::Unreachable {
-                    key: key.to_owned(),
-                    source: Box::new(E::GRpcStatus(status)),
-                }
+                message: detail,
             }
-            tonic::Code::DeadlineExceeded | tonic::Code::Cancelled => StorageError::Timeout {
-                key: key.to_owned(),
-                message: status.message().to_owned(),
-            },
-            _ => StorageError::Internal {
-                key: key.to_owned(),
-                message: format!("etcd error: {}", status.message()),
-                source: Some(Box::new(E::GRpcStatus(status))),
-            },
-        },
-        E::TransportError(_) | E::IoError(_) => StorageError::Unreachable {
-            key: key.to_owned(),
-            source: Box::new(err),
-        },
-        other => StorageError::Internal {
-            key: key.to_owned(),
-            message: format!("etcd error: {other}"),
-            source: Some(Box::new(other)),
-        },
+        }
+        Failure::Server(_) | Failure::Client => StorageError::internal(
+            key,
+            format!("etcd error: {detail}"),
+            Box::new(EtcdFailure(detail)),
+        ),
+    }
+}
+
+/// An internal error that has no underlying cause to carry.
+pub(crate) fn internal(key: impl Into<String>, message: impl Into<String>) -> StorageError {
+    StorageError::Internal {
+        key: key.into(),
+        message: message.into(),
+        source: None,
     }
 }
 
@@ -143,7 +296,8 @@ pub(crate) fn timed_out(key: &str, after: Duration) -> StorageError {
     }
 }
 
-/// Whether an etcd error says the revision asked for was compacted.
+/// Whether an etcd error says the revision asked for was compacted
+/// (`rpctypes.ErrGRPCCompacted`: OutOfRange with etcd's description).
 pub(crate) fn is_compacted(err: &etcd_client::Error) -> bool {
-    err.to_string().contains(COMPACTED)
+    is_etcd_error(err, tonic::Code::OutOfRange, COMPACTED)
 }

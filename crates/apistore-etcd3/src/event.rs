@@ -4,14 +4,11 @@
 //! `etcd3/watcher.go` (decoding and the predicate transitions) in k8s.io/apiserver
 //! v0.31.1.
 
-use std::panic::AssertUnwindSafe;
-
-use apistore_storage::{
-    ApiObject, INITIAL_EVENTS_END_ANNOTATION, Result, StorageError, WatchEvent,
-};
+use apistore_storage::{ApiObject, INITIAL_EVENTS_END_ANNOTATION, Result, WatchEvent};
 use bytes::Bytes;
-use etcd_client::{EventType, KeyValue};
+use etcd_client::KeyValue;
 
+use crate::error::internal;
 use crate::store::Etcd3Store;
 
 /// What happened to a key, before decoding.
@@ -58,36 +55,25 @@ impl RawEvent {
     /// which happens when the previous revision was compacted away.
     pub(crate) fn from_etcd(event: &etcd_client::Event) -> Result<Self> {
         let Some(kv) = event.kv() else {
-            return Err(StorageError::Internal {
-                key: String::new(),
-                message: "etcd event received without a key-value".to_owned(),
-                source: None,
-            });
+            return Err(internal("", "etcd event received without a key-value"));
         };
         let key = String::from_utf8_lossy(kv.key()).into_owned();
-        let event_type = event_type(event).ok_or_else(|| StorageError::Internal {
-            key: key.clone(),
-            message: format!(
-                "etcd event of an unknown type received (key={key:?}, modRevision={})",
-                kv.mod_revision()
-            ),
-            source: None,
-        })?;
-        let deleted = event_type == EventType::Delete;
+        // A delete is told by its key-value, as etcd itself decides an event's type
+        // (`watchableStoreTxnWrite.End` in etcd's mvcc: a change without a create
+        // revision is a DELETE). etcd-client's `event_type()` panics on a type number
+        // it does not know, so the wire's type field is not consulted.
+        let deleted = kv.create_revision() == 0;
         let created = !deleted && kv.create_revision() == kv.mod_revision();
         let prev_value = event
             .prev_kv()
             .map(|prev| Bytes::copy_from_slice(prev.value()));
         if !created && prev_value.is_none() {
             let type_name = if deleted { "DELETE" } else { "PUT" };
-            return Err(StorageError::Internal {
-                key: key.clone(),
-                message: format!(
-                    "etcd event received with PrevKv=nil (key={key:?}, modRevision={}, type={type_name})",
-                    kv.mod_revision()
-                ),
-                source: None,
-            });
+            let message = format!(
+                "etcd event received with PrevKv=nil (key={key:?}, modRevision={}, type={type_name})",
+                kv.mod_revision()
+            );
+            return Err(internal(key, message));
         }
         Ok(Self {
             value: Bytes::copy_from_slice(kv.value()),
@@ -103,13 +89,6 @@ impl RawEvent {
             key,
         })
     }
-}
-
-/// The type of an etcd event. etcd-client panics on a type number it does not know;
-/// a server (or a proxy) sending one must not take the process down, so the panic is
-/// caught and the event reported as unknown.
-fn event_type(event: &etcd_client::Event) -> Option<EventType> {
-    std::panic::catch_unwind(AssertUnwindSafe(|| event.event_type())).ok()
 }
 
 impl<T> Etcd3Store<T>
@@ -155,14 +134,11 @@ where
                         // kube-apiserver's predicate fails on a missing object: filtered.
                         return Ok(None);
                     }
-                    return Err(StorageError::Internal {
-                        message: format!(
-                            "etcd delete event without a previous value (key={:?}, modRevision={})",
-                            raw.key, raw.rev
-                        ),
-                        key: raw.key,
-                        source: None,
-                    });
+                    let message = format!(
+                        "etcd delete event without a previous value (key={:?}, modRevision={})",
+                        raw.key, raw.rev
+                    );
+                    return Err(internal(raw.key, message));
                 };
                 (accept_all || predicate.matches(&previous))
                     .then_some(WatchEvent::Deleted(previous))

@@ -38,12 +38,14 @@
 mod client;
 mod compactor;
 mod delete;
+mod endpoints;
 mod error;
 mod event;
 mod feature_support;
 mod health;
 mod instrument;
 mod key;
+mod kv;
 mod lease_manager;
 mod list;
 mod monitor;
@@ -52,6 +54,7 @@ mod scan;
 mod store;
 mod update;
 mod watch_mux;
+mod watch_settings;
 mod watcher;
 
 use apistore_storage::{
@@ -59,7 +62,9 @@ use apistore_storage::{
     Update, UpdateOptions, Versioner, WatchStream,
 };
 
-pub use client::{ClientConfig, EtcdClient, TlsConfig};
+pub use client::{
+    ClientConfig, DEFAULT_PROBE_TIMEOUT, DEFAULT_UNRESPONSIVE_AFTER, EtcdClient, TlsConfig,
+};
 pub use compactor::{
     COMPACT_REV_KEY, Compactor, CompactorStatus, DEFAULT_COMPACT_INTERVAL, SharedCompactor,
 };
@@ -75,7 +80,8 @@ pub use monitor::{
 };
 pub use reencrypt::Reencryption;
 pub use store::{Etcd3Store, StoreConfig};
-pub use watcher::{SyncPageHook, next_event};
+pub use watch_settings::{DEFAULT_WATCH_UNAVAILABLE_LIMIT, SyncPageHook};
+pub use watcher::next_event;
 
 impl<T> Storage for Etcd3Store<T>
 where

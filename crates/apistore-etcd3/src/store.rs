@@ -6,7 +6,7 @@
 use std::fmt;
 use std::future::Future;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use apistore_storage::{
     ApiObject, Codec, GetOptions, JsonCodec, ResponseMeta, Result, StorageError, Versioner,
@@ -22,11 +22,11 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 
 use crate::client::EtcdClient;
-use crate::error::{from_etcd, timed_out};
 use crate::instrument::{Instrumentation, Operation};
 use crate::key::{as_directory, path_prefix, prefix_range_end, prepare_key, within};
+use crate::kv::Kv;
 use crate::lease_manager::{LeaseManager, LeaseManagerConfig};
-use crate::watcher::WatchSettings;
+use crate::watch_settings::{DEFAULT_WATCH_UNAVAILABLE_LIMIT, WatchSettings};
 
 /// How a store lays out and treats its objects.
 #[derive(Debug, Clone)]
@@ -44,6 +44,15 @@ pub struct StoreConfig {
     pub lease: LeaseManagerConfig,
     /// The longest one etcd request may take; `None` waits as long as etcd does.
     pub request_timeout: Option<Duration>,
+    /// The longest a whole `guaranteed_update` may take: its read, its transaction and
+    /// every retry after a conflict (each request also within `request_timeout`).
+    /// `None` (the default, as kube-apiserver) bounds only the requests.
+    pub update_timeout: Option<Duration>,
+    /// How long a watch may wait for a new etcd watch stream after its stream failed
+    /// (no member reachable) before it ends with a 503 ServiceUnavailable error event;
+    /// 30 s by default ([`DEFAULT_WATCH_UNAVAILABLE_LIMIT`]). Until then it resumes,
+    /// from the revision after the last event it delivered, as soon as a member answers.
+    pub watch_unavailable_limit: Duration,
     /// kube-apiserver's `WatchList` feature gate (off by default, as in v0.31.1): with
     /// it, `sendInitialEvents` asks a watch for the current state followed by a bookmark
     /// that ends the initial events.
@@ -62,6 +71,8 @@ impl Default for StoreConfig {
             resource_prefix: String::new(),
             lease: LeaseManagerConfig::default(),
             request_timeout: None,
+            update_timeout: None,
+            watch_unavailable_limit: DEFAULT_WATCH_UNAVAILABLE_LIMIT,
             watch_list: false,
             confine_keys: false,
         }
@@ -91,27 +102,14 @@ pub struct Etcd3Store<T> {
     pub(crate) resource_prefix: Arc<str>,
     pub(crate) group_resource: Arc<str>,
     pub(crate) lease_manager: Arc<LeaseManager>,
-    pub(crate) request_timeout: Option<Duration>,
+    /// Requests to etcd's KV service: members, deadline, retries, metrics.
+    pub(crate) kv: Kv,
+    pub(crate) update_timeout: Option<Duration>,
     /// Whether keys must lie under `resource_prefix` ([`StoreConfig::confine_keys`]).
     pub(crate) confine_keys: bool,
     pub(crate) versioner: ApiObjectVersioner,
     pub(crate) instrumentation: Instrumentation,
     pub(crate) watch: WatchSettings,
-}
-
-/// The largest etcd response accepted, as kube-apiserver's `MaxCallRecvMsgSize`
-/// (`math.MaxInt32`).
-pub(crate) const MAX_RESPONSE_BYTES: usize = i32::MAX as usize;
-
-/// Whether an etcd call failed before any request left the client (the connection
-/// was refused), so that repeating it, even a write, cannot apply it twice.
-fn never_reached_etcd(err: &etcd_client::Error) -> bool {
-    match err {
-        etcd_client::Error::GRpcStatus(status) => {
-            status.code() == tonic::Code::Unavailable && status.message().contains("connect")
-        }
-        _ => false,
-    }
 }
 
 impl<T> Clone for Etcd3Store<T> {
@@ -124,7 +122,8 @@ impl<T> Clone for Etcd3Store<T> {
             resource_prefix: Arc::clone(&self.resource_prefix),
             group_resource: Arc::clone(&self.group_resource),
             lease_manager: Arc::clone(&self.lease_manager),
-            request_timeout: self.request_timeout,
+            kv: self.kv.clone(),
+            update_timeout: self.update_timeout,
             confine_keys: self.confine_keys,
             versioner: self.versioner,
             instrumentation: self.instrumentation.clone(),
@@ -179,16 +178,27 @@ where
         codec: Arc<dyn Codec<T>>,
         transformer: Arc<dyn Transformer>,
     ) -> Self {
+        let group_resource: Arc<str> = config.group_resource.into();
         Self {
-            watch: WatchSettings::new(&client, config.watch_list),
+            watch: WatchSettings::new(
+                &client.members,
+                config.watch_list,
+                config.watch_unavailable_limit,
+            ),
+            kv: Kv {
+                members: Arc::clone(&client.members),
+                request_timeout: config.request_timeout,
+                instrumentation: Instrumentation::default(),
+                group_resource: Arc::clone(&group_resource),
+            },
             client: Arc::new(client),
             codec,
             transformer,
             path_prefix: path_prefix(&config.prefix).into(),
             resource_prefix: config.resource_prefix.into(),
-            group_resource: config.group_resource.into(),
+            group_resource,
             lease_manager: Arc::new(LeaseManager::new(config.lease)),
-            request_timeout: config.request_timeout,
+            update_timeout: config.update_timeout,
             confine_keys: config.confine_keys,
             versioner: ApiObjectVersioner,
             instrumentation: Instrumentation::default(),
@@ -198,6 +208,7 @@ where
     /// Records kube-apiserver's storage metrics for this store (builder style).
     pub fn with_metrics(mut self, metrics: StorageMetrics) -> Self {
         self.instrumentation = Instrumentation::new(Some(metrics), &self.group_resource);
+        self.kv.instrumentation = self.instrumentation.clone();
         self
     }
 
@@ -243,19 +254,8 @@ where
         &self.resource_prefix
     }
 
-    pub(crate) fn kv(&self) -> KvClient {
-        // gRPC's default 4 MiB receive limit would fail a list of a few thousand
-        // objects; kube-apiserver's client allows responses up to 2 GiB.
-        self.client
-            .inner
-            .kv_client()
-            .max_decoding_message_size(MAX_RESPONSE_BYTES)
-    }
-
-    /// Runs one etcd KV request with the store's timeout, metrics and error mapping.
-    /// `request` makes the request from a KV client; it is made again (on another
-    /// endpoint, by the client's balancer) when an attempt never reached etcd, so a dead
-    /// member of a cluster costs a retry, not a failure.
+    /// Runs one etcd KV request with the store's timeout, retries, metrics and error
+    /// mapping ([`Kv::call`]).
     pub(crate) async fn call<R, F, Fut>(
         &self,
         key: &str,
@@ -266,19 +266,7 @@ where
         F: FnMut(KvClient) -> Fut,
         Fut: Future<Output = Result<R, etcd_client::Error>>,
     {
-        self.call_raw(key, operation, request)
-            .await?
-            .map_err(|e| from_etcd(key, e))
-    }
-
-    /// The `type` label of `etcd_request_*` metrics: the group-resource, except for
-    /// counts, which kube-apiserver labels with the prepared key.
-    fn type_label<'a>(&'a self, operation: Operation, key: &'a str) -> &'a str {
-        if operation == Operation::ListWithCount {
-            key
-        } else {
-            &self.group_resource
-        }
+        self.kv.call(key, operation, request).await
     }
 
     /// Like [`Self::call`] but hands back the raw etcd error, for callers that interpret
@@ -287,62 +275,17 @@ where
         &self,
         key: &str,
         operation: Operation,
-        mut request: F,
+        request: F,
     ) -> Result<Result<R, etcd_client::Error>>
     where
         F: FnMut(KvClient) -> Fut,
         Fut: Future<Output = Result<R, etcd_client::Error>>,
     {
-        let started = Instant::now();
-        let deadline = self.request_timeout.map(|limit| started + limit);
-        // One more attempt than there are endpoints: the balancer rotates, so every
-        // endpoint gets a chance before a refused connection is reported.
-        let attempts = self.client.endpoints().len() + 1;
-        let mut attempt = 0;
-        let outcome = loop {
-            attempt += 1;
-            let future = request(self.kv());
-            let result = match deadline {
-                Some(deadline) => match tokio::time::timeout_at(deadline.into(), future).await {
-                    Ok(result) => result,
-                    Err(_) => {
-                        self.record(operation, key, false, started);
-                        let limit = self.request_timeout.unwrap_or_default();
-                        return Err(timed_out(key, limit));
-                    }
-                },
-                None => future.await,
-            };
-            match result {
-                Err(err) if attempt < attempts && never_reached_etcd(&err) => continue,
-                other => break other,
-            }
-        };
-        self.record(operation, key, outcome.is_ok(), started);
-        Ok(outcome)
-    }
-
-    /// Runs a request that is not a KV call (a lease grant) once, with the timeout.
-    pub(crate) async fn call_once<R, F>(&self, key: &str, request: F) -> Result<R>
-    where
-        F: Future<Output = Result<R, etcd_client::Error>>,
-    {
-        match self.request_timeout {
-            Some(limit) => match tokio::time::timeout(limit, request).await {
-                Ok(outcome) => outcome.map_err(|e| from_etcd(key, e)),
-                Err(_) => Err(timed_out(key, limit)),
-            },
-            None => request.await.map_err(|e| from_etcd(key, e)),
-        }
-    }
-
-    fn record(&self, operation: Operation, key: &str, ok: bool, started: Instant) {
-        self.instrumentation.record_etcd_request(
-            operation,
-            self.type_label(operation, key),
-            ok,
-            started.elapsed(),
-        );
+        Ok(self
+            .kv
+            .call_raw(key, operation, request)
+            .await?
+            .map_err(|(_, err)| err))
     }
 
     /// Reads stored bytes back to plain bytes; a failure is an internal error naming the key.
@@ -352,11 +295,11 @@ where
             .transform_from_storage(value, key.as_bytes())
         {
             Ok(plain) => Ok((plain.data, plain.stale)),
-            Err(err) => Err(StorageError::Internal {
-                key: key.to_owned(),
-                message: format!("unable to transform value: {err}"),
-                source: Some(Box::new(err)),
-            }),
+            Err(err) => Err(StorageError::internal(
+                key,
+                format!("unable to transform value: {err}"),
+                Box::new(err),
+            )),
         }
     }
 
@@ -364,10 +307,12 @@ where
     pub(crate) fn transform_to_storage(&self, key: &str, data: Bytes) -> Result<Bytes> {
         self.transformer
             .transform_to_storage(data, key.as_bytes())
-            .map_err(|err| StorageError::Internal {
-                key: key.to_owned(),
-                message: format!("unable to transform value for storage: {err}"),
-                source: Some(Box::new(err)),
+            .map_err(|err| {
+                StorageError::internal(
+                    key,
+                    format!("unable to transform value for storage: {err}"),
+                    Box::new(err),
+                )
             })
     }
 
@@ -382,14 +327,9 @@ where
     /// [`Self::decode`] without the decode error metric, for watch events: kube-apiserver
     /// counts decode errors of get, list and writes only.
     pub(crate) fn decode_uncounted(&self, key: &str, data: &[u8], rev: i64) -> Result<T> {
-        let mut obj = self
-            .codec
-            .decode(data)
-            .map_err(|err| StorageError::Internal {
-                key: key.to_owned(),
-                message: format!("unable to decode value: {err}"),
-                source: Some(Box::new(err)),
-            })?;
+        let mut obj = self.codec.decode(data).map_err(|err| {
+            StorageError::internal(key, format!("unable to decode value: {err}"), Box::new(err))
+        })?;
         self.set_revision(&mut obj, rev);
         Ok(obj)
     }
@@ -397,13 +337,13 @@ where
     /// Encodes an object for storage (resourceVersion and selfLink cleared).
     pub(crate) fn encode(&self, key: &str, obj: &mut T) -> Result<Bytes> {
         self.versioner.prepare_object_for_storage(obj)?;
-        self.codec
-            .encode(obj)
-            .map_err(|err| StorageError::Internal {
-                key: key.to_owned(),
-                message: format!("unable to encode object: {err}"),
-                source: Some(Box::new(err)),
-            })
+        self.codec.encode(obj).map_err(|err| {
+            StorageError::internal(
+                key,
+                format!("unable to encode object: {err}"),
+                Box::new(err),
+            )
+        })
     }
 
     pub(crate) fn set_revision(&self, obj: &mut T, rev: i64) {
@@ -419,8 +359,10 @@ where
         }
         let ttl = i64::try_from(ttl)
             .map_err(|_| StorageError::bad_request(key, format!("ttl {ttl} is out of range")))?;
-        let mut lease_client = self.client.inner.lease_client();
+        let (_, member) = self.kv.members.pick(&[]);
+        let mut lease_client = member.lease();
         let (id, previous_count) = self
+            .kv
             .call_once(key, self.lease_manager.get_lease(&mut lease_client, ttl))
             .await?;
         if let Some(count) = previous_count {
@@ -483,10 +425,12 @@ where
         let rv = self
             .versioner
             .object_resource_version(&obj)
-            .map_err(|err| StorageError::Internal {
-                key: key.to_owned(),
-                message: format!("couldn't get resource version: {err}"),
-                source: Some(Box::new(err)),
+            .map_err(|err| {
+                StorageError::internal(
+                    key,
+                    format!("couldn't get resource version: {err}"),
+                    Box::new(err),
+                )
             })?;
         let rev = i64::try_from(rv).map_err(|_| {
             StorageError::bad_request(key, format!("resource version {rv} is out of range"))

@@ -5,6 +5,7 @@
 use apistore_storage::{ApiObject, ResponseMeta, Result, StorageError, Update, UpdateOptions};
 use etcd_client::{Compare, CompareOp, Txn, TxnOp, TxnOpResponse, TxnResponse};
 
+use crate::error::internal;
 use crate::instrument::Operation;
 use crate::store::{Etcd3Store, ObjState};
 
@@ -12,7 +13,39 @@ impl<T> Etcd3Store<T>
 where
     T: ApiObject + Clone + Default + Send + Sync + 'static,
 {
+    /// Guaranteed update, bounded as a whole by the store's
+    /// [`update_timeout`](crate::StoreConfig::update_timeout) when it has one: past it
+    /// the call ends with a timeout, whatever step it is at (a transaction cut short may
+    /// or may not have been applied, as with any timeout).
     pub(crate) async fn guaranteed_update_object<F>(
+        &self,
+        key: &str,
+        options: UpdateOptions<T>,
+        try_update: F,
+    ) -> Result<T>
+    where
+        F: FnMut(T, &ResponseMeta) -> Result<Update<T>> + Send,
+    {
+        let Some(limit) = self.update_timeout else {
+            return self
+                .guaranteed_update_unbounded(key, options, try_update)
+                .await;
+        };
+        match tokio::time::timeout(
+            limit,
+            self.guaranteed_update_unbounded(key, options, try_update),
+        )
+        .await
+        {
+            Ok(outcome) => outcome,
+            Err(_) => Err(StorageError::Timeout {
+                key: self.prepare_key(key).unwrap_or_else(|_| key.to_owned()),
+                message: format!("the update did not complete within {limit:?}"),
+            }),
+        }
+    }
+
+    async fn guaranteed_update_unbounded<F>(
         &self,
         key: &str,
         options: UpdateOptions<T>,
@@ -165,10 +198,13 @@ where
 pub(crate) fn else_get(key: &str, response: &TxnResponse) -> Result<etcd_client::GetResponse> {
     match response.op_responses().into_iter().next() {
         Some(TxnOpResponse::Get(get)) => Ok(get),
-        other => Err(StorageError::Internal {
-            key: key.to_owned(),
-            message: format!("unexpected etcd transaction response: {other:?}"),
-            source: None,
-        }),
+        Some(_) => Err(internal(
+            key,
+            "unexpected etcd transaction response: the else branch holds no range",
+        )),
+        None => Err(internal(
+            key,
+            "unexpected etcd transaction response: the else branch is empty",
+        )),
     }
 }

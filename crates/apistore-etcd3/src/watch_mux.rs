@@ -16,18 +16,33 @@
 //! blocks the others, and memory stays bounded; no event is lost or repeated, because
 //! etcd never splits one revision over two responses.
 //!
-//! When the stream fails (etcd went away), every watch on it ends with an error;
-//! the next watch opens a new stream.
+//! When the stream fails with a transient error (a broken connection, a member's
+//! death, `Unavailable` or `Internal` from etcd, `no leader`), or its member is found
+//! not answering ([`crate::endpoints`]), every watch on it is *interrupted*: as after
+//! an overflow, it re-creates its etcd watch from the revision after the last event
+//! it delivered, and the multiplexer opens a new stream on another member for them,
+//! as Go's clientv3 does (no event is lost or repeated, for the reason above). While
+//! no member can be reached the multiplexer keeps trying, backing off from 100 ms to
+//! 1 s; once that has lasted longer than the store's
+//! [`StoreConfig::watch_unavailable_limit`](crate::StoreConfig::watch_unavailable_limit)
+//! the waiting watches end with a 503 ServiceUnavailable error. A permanent refusal
+//! (permission denied, an invalid request) ends them with an internal error.
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
-use etcd_client::{WatchClient, WatchOptions, WatchResponse};
+use etcd_client::{WatchOptions, WatchResponse};
 use futures::StreamExt;
 use tokio::sync::{mpsc, oneshot};
 
+use crate::endpoints::Members;
+use crate::error::{Failure, classify, describe, is_transient};
 use crate::feature_support::FeatureSupportChecker;
+
+/// The first and the longest pause between attempts to open a stream.
+const REOPEN_BACKOFF: (Duration, Duration) = (Duration::from_millis(100), Duration::from_secs(1));
 
 /// Responses buffered per watch at most: past this a watch counts as overflowed.
 /// Live responses are small (a write or a few each), so a consumer stalled for a moment
@@ -44,17 +59,17 @@ const DELIVERY_BYTES: usize = 4 << 20;
 /// Responses a watch may always buffer, whatever their size.
 const DELIVERY_MIN_RESPONSES: usize = 16;
 
-/// The largest watch response accepted. A catching-up watch can receive up to a
-/// thousand revisions in one response; kube-apiserver's client accepts any size that
-/// gRPC can frame.
-const MAX_RESPONSE_BYTES: usize = i32::MAX as usize;
-
 /// Why a watch's route ended without a response saying so.
 #[derive(Debug)]
 pub(crate) enum RouteEnd {
     /// The watch fell behind; it should watch again from where it is.
     Overflowed,
-    /// The shared stream failed.
+    /// The shared stream failed, or its member stopped answering; the watch should
+    /// watch again from where it is, on the new stream.
+    Interrupted,
+    /// No member could be reached for longer than the store's limit.
+    Unavailable(String),
+    /// etcd refused the stream for good.
     Failed(String),
 }
 
@@ -67,12 +82,15 @@ pub(crate) struct WatchSpec {
 
 /// The shared watch stream of one store, started on first use.
 pub(crate) struct WatchHub {
-    client: WatchClient,
+    members: Arc<Members>,
+    unavailable_limit: Duration,
     commands: Mutex<Option<mpsc::UnboundedSender<Command>>>,
     next_id: AtomicU64,
     active: AtomicUsize,
     /// How many times a watch fell behind and re-watched.
     overflows: Arc<AtomicU64>,
+    /// How many times a watch was resumed on a new stream.
+    resumptions: AtomicU64,
     pub(crate) features: FeatureSupportChecker,
 }
 
@@ -158,13 +176,15 @@ impl Drop for ActiveWatch {
 }
 
 impl WatchHub {
-    pub(crate) fn new(client: WatchClient) -> Self {
+    pub(crate) fn new(members: Arc<Members>, unavailable_limit: Duration) -> Self {
         Self {
-            client: client.max_decoding_message_size(MAX_RESPONSE_BYTES),
+            members,
+            unavailable_limit,
             commands: Mutex::new(None),
             next_id: AtomicU64::new(1),
             active: AtomicUsize::new(0),
             overflows: Arc::default(),
+            resumptions: AtomicU64::new(0),
             features: FeatureSupportChecker::default(),
         }
     }
@@ -177,6 +197,16 @@ impl WatchHub {
     /// How many times a watch fell behind its consumer's pace and re-watched.
     pub(crate) fn overflows(&self) -> u64 {
         self.overflows.load(Ordering::Relaxed)
+    }
+
+    /// How many times a watch was resumed on a new stream after its stream failed.
+    pub(crate) fn resumptions(&self) -> u64 {
+        self.resumptions.load(Ordering::Relaxed)
+    }
+
+    /// Counts one resumption.
+    pub(crate) fn record_resumption(&self) {
+        self.resumptions.fetch_add(1, Ordering::Relaxed);
     }
 
     /// Counts a new watch task.
@@ -240,9 +270,10 @@ impl WatchHub {
         let _ = sender.send(command);
         *commands = Some(sender);
         tokio::spawn(run_mux(
-            self.client.clone(),
+            Arc::clone(&self.members),
             receiver,
             Arc::clone(&self.overflows),
+            self.unavailable_limit,
         ));
     }
 }
@@ -298,57 +329,195 @@ struct Routes {
     overflows: Arc<AtomicU64>,
 }
 
+/// How the multiplexer left a stream.
+enum StreamEnd {
+    /// The store is gone.
+    Closed,
+    /// Transient: the watches were interrupted and will come back for a new stream.
+    Transient(String),
+}
+
 async fn run_mux(
-    mut client: WatchClient,
+    members: Arc<Members>,
     mut commands: mpsc::UnboundedReceiver<Command>,
     overflows: Arc<AtomicU64>,
+    unavailable_limit: Duration,
 ) {
-    // Wait for a watch to open a stream with; then serve it until it fails, and wait
-    // again.
-    while let Some(command) = commands.recv().await {
-        let first = match command {
-            Command::Create(create) => create,
-            // Nothing is registered: nothing to cancel, no one to notify.
-            Command::Cancel(_) | Command::Progress => continue,
-        };
-        if first.cancelled {
+    let open_timeout = (members.settings().probe_timeout * 2).max(Duration::from_secs(1));
+    // Creates waiting for a stream, in order.
+    let mut waiting: VecDeque<PendingCreate> = VecDeque::new();
+    // Since when no stream has worked, and the member that failed last.
+    let mut unavailable_since: Option<Instant> = None;
+    let mut failed_member: Option<usize> = None;
+    let mut pause = REOPEN_BACKOFF.0;
+    loop {
+        if waiting.is_empty() {
+            // Wait for a watch to open a stream with.
+            let Some(command) = commands.recv().await else {
+                return;
+            };
+            idle_command(&mut waiting, command);
             continue;
         }
-        let stream = match client
-            .watch(first.spec.key.clone(), Some(first.spec.options.clone()))
-            .await
-        {
-            Ok(stream) => stream,
-            Err(err) => {
-                let _ = first.end.send(RouteEnd::Failed(format!(
-                    "cannot open an etcd watch stream: {err}"
-                )));
+        while let Ok(command) = commands.try_recv() {
+            idle_command(&mut waiting, command);
+        }
+        let Some(first) = waiting.front() else {
+            continue;
+        };
+        let (index, member) = members.pick(failed_member.as_slice());
+        let watch_member = !member.is_suspect();
+        let mut client = member.watch();
+        let opened = tokio::time::timeout(
+            open_timeout,
+            client.watch(first.spec.key.clone(), Some(first.spec.options.clone())),
+        )
+        .await;
+        let problem = match opened {
+            Ok(Ok(stream)) => {
+                let mut state = Routes {
+                    overflows: Arc::clone(&overflows),
+                    ..Routes::default()
+                };
+                let (requests, responses) = stream.split();
+                let (outbound, outbound_rx) = mpsc::unbounded_channel();
+                tokio::spawn(pump(requests, outbound_rx));
+                for (i, create) in waiting.drain(..).enumerate() {
+                    if i > 0 {
+                        let _ = outbound.send(Outbound::Create(create.spec.clone()));
+                    }
+                    state.pending.push_back(create);
+                }
+                let served = serve(
+                    &mut state,
+                    &mut commands,
+                    &outbound,
+                    responses,
+                    &member,
+                    watch_member,
+                    &mut unavailable_since,
+                )
+                .await;
+                match served {
+                    StreamEnd::Closed => return,
+                    StreamEnd::Transient(reason) => {
+                        tracing::info!(endpoint = %member.endpoint, %reason, "etcd watch stream interrupted; watches resume on a new one");
+                        state.interrupt_all();
+                        failed_member = Some(index);
+                        unavailable_since.get_or_insert_with(Instant::now);
+                        pause = REOPEN_BACKOFF.0;
+                        continue;
+                    }
+                }
+            }
+            Ok(Err(err)) if !is_transient(&err) => {
+                let reason = format!("cannot open an etcd watch stream: {}", describe(&err));
+                for create in waiting.drain(..) {
+                    let _ = create.end.send(RouteEnd::Failed(reason.clone()));
+                }
                 continue;
             }
-        };
-        let (requests, mut responses) = stream.split();
-        let (outbound, outbound_rx) = mpsc::unbounded_channel();
-        tokio::spawn(pump(requests, outbound_rx));
-        let mut state = Routes {
-            overflows: Arc::clone(&overflows),
-            ..Routes::default()
-        };
-        state.pending.push_back(*first);
-
-        let failure = loop {
-            tokio::select! {
-                command = commands.recv() => match command {
-                    None => return,
-                    Some(command) => state.command(command, &outbound),
-                },
-                response = responses.next() => match response {
-                    Some(Ok(response)) => state.dispatch(response, &outbound),
-                    Some(Err(err)) => break format!("the etcd watch stream failed: {err}"),
-                    None => break "etcd closed the watch stream".to_owned(),
-                },
+            Ok(Err(err)) => {
+                if matches!(
+                    classify(&err),
+                    Failure::NotSent | Failure::Transport { .. } | Failure::TimedOut
+                ) {
+                    members.mark_suspect(index, "a watch stream could not be opened");
+                }
+                format!(
+                    "cannot open an etcd watch stream at {}: {}",
+                    member.endpoint,
+                    describe(&err)
+                )
+            }
+            Err(_) => {
+                members.mark_suspect(index, "a watch stream did not open in time");
+                format!(
+                    "etcd at {} did not open a watch stream within {open_timeout:?}",
+                    member.endpoint
+                )
             }
         };
-        state.fail_all(&failure);
+        failed_member = Some(index);
+        let since = *unavailable_since.get_or_insert_with(Instant::now);
+        if since.elapsed() >= unavailable_limit {
+            let reason = format!(
+                "no etcd member has served a watch stream for {:?} (limit {unavailable_limit:?}); last: {problem}",
+                since.elapsed()
+            );
+            for create in waiting.drain(..) {
+                let _ = create.end.send(RouteEnd::Unavailable(reason.clone()));
+            }
+            unavailable_since = None;
+            continue;
+        }
+        // Back off, still taking commands (cancellations, new watches).
+        let sleep = tokio::time::sleep(pause);
+        tokio::pin!(sleep);
+        pause = (pause * 2).min(REOPEN_BACKOFF.1);
+        loop {
+            tokio::select! {
+                () = &mut sleep => break,
+                command = commands.recv() => match command {
+                    None => return,
+                    Some(command) => idle_command(&mut waiting, command),
+                },
+            }
+        }
+    }
+}
+
+/// A command while no stream is open.
+fn idle_command(waiting: &mut VecDeque<PendingCreate>, command: Command) {
+    match command {
+        Command::Create(create) if !create.cancelled => waiting.push_back(*create),
+        Command::Create(_) | Command::Progress => {}
+        // Nothing registered in etcd yet: dropping the create is the cancellation.
+        Command::Cancel(id) => waiting.retain(|create| create.id != id),
+    }
+}
+
+/// Serves one open stream until it fails or the store goes away.
+async fn serve(
+    state: &mut Routes,
+    commands: &mut mpsc::UnboundedReceiver<Command>,
+    outbound: &mpsc::UnboundedSender<Outbound>,
+    mut responses: etcd_client::WatchResponseStream,
+    member: &crate::endpoints::Member,
+    watch_member: bool,
+    unavailable_since: &mut Option<Instant>,
+) -> StreamEnd {
+    let suspected = async {
+        if watch_member {
+            member.suspected().await;
+        } else {
+            std::future::pending::<()>().await;
+        }
+    };
+    tokio::pin!(suspected);
+    loop {
+        tokio::select! {
+            command = commands.recv() => match command {
+                None => return StreamEnd::Closed,
+                Some(command) => state.command(command, outbound),
+            },
+            response = responses.next() => match response {
+                Some(Ok(response)) => {
+                    // The stream works: etcd answered on it.
+                    *unavailable_since = None;
+                    state.dispatch(response, outbound);
+                }
+                Some(Err(err)) if !is_transient(&err) => {
+                    state.fail_all(&format!("the etcd watch stream failed: {}", describe(&err)));
+                    return StreamEnd::Transient(describe(&err));
+                }
+                Some(Err(err)) => return StreamEnd::Transient(describe(&err)),
+                None => return StreamEnd::Transient("etcd closed the watch stream".to_owned()),
+            },
+            () = &mut suspected => {
+                return StreamEnd::Transient("the member stopped answering".to_owned());
+            }
+        }
     }
 }
 
@@ -472,12 +641,28 @@ impl Routes {
         Some(route)
     }
 
-    fn fail_all(self, reason: &str) {
-        for route in self.routes.into_values() {
+    /// Ends every watch of the stream for good.
+    fn fail_all(&mut self, reason: &str) {
+        self.by_etcd_id.clear();
+        for (_, route) in self.routes.drain() {
             let _ = route.end.send(RouteEnd::Failed(reason.to_owned()));
         }
-        for create in self.pending {
+        for create in self.pending.drain(..) {
             let _ = create.end.send(RouteEnd::Failed(reason.to_owned()));
+        }
+    }
+
+    /// Tells every watch of the stream to come back for a new one. Dropping the routes
+    /// closes their channels once their consumers have drained them.
+    fn interrupt_all(&mut self) {
+        self.by_etcd_id.clear();
+        for (_, route) in self.routes.drain() {
+            let _ = route.end.send(RouteEnd::Interrupted);
+        }
+        for create in self.pending.drain(..) {
+            if !create.cancelled {
+                let _ = create.end.send(RouteEnd::Interrupted);
+            }
         }
     }
 }

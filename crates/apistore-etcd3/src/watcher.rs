@@ -12,8 +12,12 @@
 //!   the initial events;
 //! - then an etcd watch from the next revision, with previous values, turned into
 //!   typed events by [`crate::event`];
-//! - a failure ends the stream with one Error event (410 when the revision was
-//!   compacted away, 500 for undecodable data or a lost etcd).
+//! - a transient failure of the shared stream (a member's death, a broken connection)
+//!   resumes the etcd watch on a new stream from the revision after the last event
+//!   delivered ([`crate::watch_mux`]), without an event lost or repeated;
+//! - any other failure ends the stream with one Error event (410 when the revision was
+//!   compacted away, 503 when no member was reachable for longer than the store's
+//!   limit, 500 for undecodable data).
 //!
 //! Each watch runs in a task of its own feeding a channel of 100 events; the etcd side
 //! is the store's shared watch stream ([`crate::watch_mux`]). Dropping the stream ends
@@ -34,66 +38,24 @@ use apistore_storage::{
 use apistore_versioning::continue_token;
 use etcd_client::{GetOptions as EtcdGetOptions, WatchOptions, WatchResponse};
 use futures::Stream;
-use futures::future::BoxFuture;
 use tokio::sync::mpsc;
 
-use crate::client::EtcdClient;
-use crate::error::{from_etcd, is_compacted};
+use crate::error::{from_etcd, internal, is_compacted};
 use crate::event::RawEvent;
 use crate::feature_support::EtcdFeature;
 use crate::instrument::Operation;
 use crate::key::{as_directory, prefix_range_end};
 use crate::store::Etcd3Store;
-use crate::watch_mux::{ActiveWatch, RouteEnd, WatchHub, WatchSpec};
+use crate::watch_mux::{ActiveWatch, RouteEnd, WatchSpec};
+use crate::watch_settings::SyncPageHook;
 
 /// Events buffered between a watch's task and its consumer (the reference's
 /// `outgoingBufSize`).
 const OUTGOING_BUFFER: usize = 100;
 
-/// The page size of the initial sync of a recursive watch (the reference's `maxLimit`).
-const SYNC_PAGE_SIZE: i64 = 10_000;
-
 const WATCH_EXPIRED: &str = "The resourceVersion for the provided watch is too old.";
 const CONTINUE_EXPIRED: &str = "The provided continue parameter is too old to display a consistent list result. You can start a new list without the continue parameter.";
 const INCONSISTENT_CONTINUE: &str = "The provided continue parameter is too old to display a consistent list result. You can start a new list without the continue parameter, or use the continue token in this response to retrieve the remainder of the results. Continuing with the provided token results in an inconsistent list - objects that were created, modified, or deleted between the time the first chunk was returned and now may show up in the list.";
-
-/// Called after each page the initial sync of a recursive watch reads, with the page's
-/// index: a test seam, standing in for the reference's wrapped etcd client.
-pub type SyncPageHook = Arc<dyn Fn(usize) -> BoxFuture<'static, ()> + Send + Sync>;
-
-/// The watch state a store and its clones share.
-#[derive(Clone)]
-pub(crate) struct WatchSettings {
-    pub(crate) hub: Arc<WatchHub>,
-    pub(crate) watch_list: bool,
-    sync_page_size: i64,
-    after_sync_page: Option<SyncPageHook>,
-}
-
-impl WatchSettings {
-    pub(crate) fn new(client: &EtcdClient, watch_list: bool) -> Self {
-        Self {
-            hub: Arc::new(WatchHub::new(
-                client
-                    .inner
-                    .watch_client()
-                    .max_decoding_message_size(crate::store::MAX_RESPONSE_BYTES),
-            )),
-            watch_list,
-            sync_page_size: SYNC_PAGE_SIZE,
-            after_sync_page: None,
-        }
-    }
-}
-
-impl std::fmt::Debug for WatchSettings {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("WatchSettings")
-            .field("watch_list", &self.watch_list)
-            .field("sync_page_size", &self.sync_page_size)
-            .finish_non_exhaustive()
-    }
-}
 
 /// Where a watch starts and what it sends first, decided from the request alone
 /// (kube-apiserver's `getStartWatchResourceVersion`, `areInitialEventsRequired` and
@@ -173,6 +135,14 @@ where
     /// a count that keeps growing means a consumer that cannot keep up.
     pub fn watch_overflows(&self) -> u64 {
         self.watch.hub.overflows()
+    }
+
+    /// How many times a watch of this store (and its clones) was resumed on a new etcd
+    /// watch stream, from the revision after the last event it delivered, after the
+    /// shared stream failed (a member died, a connection broke) or its member stopped
+    /// answering. Also `apistore_watch_resumptions_total` when metrics are on.
+    pub fn watch_resumptions(&self) -> u64 {
+        self.watch.hub.resumptions()
     }
 
     /// Test seam: the page size of the initial sync of recursive watches (10,000 by
@@ -257,12 +227,13 @@ where
             Start::At(rev) => rev,
             Start::CurrentStorage => self.current_storage_revision().await?,
         };
-        let runtime =
-            tokio::runtime::Handle::try_current().map_err(|err| StorageError::Internal {
-                key: prepared.clone(),
-                message: format!("a watch needs a tokio runtime: {err}"),
-                source: None,
-            })?;
+        let runtime = tokio::runtime::Handle::try_current().map_err(|err| {
+            StorageError::internal(
+                prepared.clone(),
+                "a watch needs a tokio runtime",
+                Box::new(err),
+            )
+        })?;
         let (out, events) = mpsc::channel(OUTGOING_BUFFER);
         let task = WatchTask {
             store: self.clone(),
@@ -331,9 +302,15 @@ impl From<StorageError> for Ending {
 /// The status of an Error event for a failure: statuses the API defines for the case
 /// (410 for a compacted revision, 504 for a too-large resourceVersion) pass through;
 /// anything else is a 500 internal error, as kube-apiserver's `transformErrorToEvent`.
+///
+/// **Difference from the reference:** an etcd that stayed unreachable past the store's
+/// [`watch_unavailable_limit`](crate::StoreConfig::watch_unavailable_limit) is a 503
+/// ServiceUnavailable, which a client can tell from a bug (kube's watch has no such
+/// end: it waits for etcd for as long as the request lives).
 fn watch_error_status(err: &StorageError) -> Status {
     match err.kind() {
         ErrorKind::Expired
+        | ErrorKind::Unreachable
         | ErrorKind::ResourceVersionTooLarge
         | ErrorKind::Api
         | ErrorKind::Invalid
@@ -464,13 +441,10 @@ where
             let more = response.more();
             let kvs = response.take_kvs();
             if kvs.is_empty() && more {
-                return Err(StorageError::Internal {
-                    key: self.key.clone(),
-                    message:
-                        "no results were found, but etcd indicated there were more values remaining"
-                            .to_owned(),
-                    source: None,
-                }
+                return Err(internal(
+                    self.key.clone(),
+                    "no results were found, but etcd indicated there were more values remaining",
+                )
                 .into());
             }
             let mut last_key = Vec::new();
@@ -534,6 +508,20 @@ where
                 }
                 match registration.end.try_recv() {
                     Ok(RouteEnd::Overflowed) => break,
+                    Ok(RouteEnd::Interrupted) => {
+                        self.store.watch.hub.record_resumption();
+                        if let Some(metrics) = self.store.instrumentation.metrics() {
+                            metrics.record_watch_resumption(&self.store.group_resource);
+                        }
+                        break;
+                    }
+                    Ok(RouteEnd::Unavailable(reason)) => {
+                        return Err(StorageError::Unreachable {
+                            key: self.key.clone(),
+                            source: Box::new(crate::error::EtcdFailure(reason)),
+                        }
+                        .into());
+                    }
                     Ok(RouteEnd::Failed(reason)) => return Err(self.internal(reason).into()),
                     // The multiplexer went away before taking the watch (its runtime
                     // shut down): a new one takes it.
@@ -610,11 +598,7 @@ where
     }
 
     fn internal(&self, message: String) -> StorageError {
-        StorageError::Internal {
-            key: self.key.clone(),
-            message,
-            source: None,
-        }
+        internal(self.key.clone(), message)
     }
 
     async fn emit(&self, event: WatchEvent<T>) -> Result<(), Ending> {
@@ -724,6 +708,14 @@ mod tests {
         let status = watch_error_status(&unreachable);
         assert_eq!(
             (status.code, status.reason.as_str()),
+            (503, "ServiceUnavailable")
+        );
+        assert!(status.message.contains("\"/k\""), "{}", status.message);
+
+        let internal = internal("/k", "etcd cancelled the watch: permission denied");
+        let status = watch_error_status(&internal);
+        assert_eq!(
+            (status.code, status.reason.as_str()),
             (500, "InternalError")
         );
         assert!(
@@ -734,7 +726,7 @@ mod tests {
         assert!(status.message.contains("\"/k\""), "{}", status.message);
         let causes = status.details.map(|d| d.causes).unwrap_or_default();
         assert_eq!(causes.len(), 1);
-        assert_eq!(causes[0].message, unreachable.to_string());
+        assert_eq!(causes[0].message, internal.to_string());
     }
 
     #[test]

@@ -64,6 +64,9 @@ pub(crate) struct Families {
     pub(crate) envelope_cache_misses: IntCounter,
     pub(crate) data_key_generation_duration: Histogram,
     pub(crate) data_key_generation_failures: IntCounter,
+    /// apistore's own (kube-apiserver has none): watches resumed on a new etcd watch
+    /// stream after the shared one failed.
+    pub(crate) watch_resumptions: IntCounterVec,
 }
 
 fn counter_vec(
@@ -214,11 +217,17 @@ impl Families {
                 Alpha
                     .help("Total number of failed data encryption key(DEK) generation operations."),
             ))?,
+            watch_resumptions: counter_vec(
+                "apistore_watch_resumptions_total",
+                Alpha,
+                "Number of watches resumed on a new etcd watch stream, from the revision after the last event delivered, after the shared stream failed, split by resource.",
+                resource,
+            )?,
         })
     }
 
     /// The families in registration order, as collectors.
-    fn collectors(&self) -> [&dyn Collector; 18] {
+    fn collectors(&self) -> [&dyn Collector; 19] {
         [
             &self.request_duration,
             &self.requests,
@@ -238,6 +247,7 @@ impl Families {
             &self.envelope_cache_misses,
             &self.data_key_generation_duration,
             &self.data_key_generation_failures,
+            &self.watch_resumptions,
         ]
     }
 
@@ -272,7 +282,7 @@ mod tests {
     fn every_family_has_one_descriptor_with_a_stability_prefix() {
         let families = Families::new().unwrap();
         let descs = families.descs();
-        assert_eq!(descs.len(), 18);
+        assert_eq!(descs.len(), 19);
         for desc in descs {
             assert!(
                 desc.help.starts_with("[ALPHA] ") || desc.help.starts_with("[STABLE] "),

@@ -106,6 +106,16 @@ impl StorageMetrics {
         self.with_resource(resource, ResourceMetrics::record_events_received);
     }
 
+    /// Counts one watch of `resource` resumed on a new etcd watch stream
+    /// (`apistore_watch_resumptions_total`; apistore's own, kube-apiserver has none).
+    pub fn record_watch_resumption(&self, resource: &str) {
+        self.inner
+            .families
+            .watch_resumptions
+            .with_label_values(&[resource])
+            .inc();
+    }
+
     /// Counts one etcd progress notification (bookmark) for `resource`.
     pub fn record_bookmark(&self, resource: &str) {
         self.with_resource(resource, ResourceMetrics::record_bookmark);
