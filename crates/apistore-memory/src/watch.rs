@@ -16,7 +16,7 @@ use apistore_storage::{
     StatusDetails, StatusReason, StorageError, Versioner, WatchEvent, WatchStream,
 };
 use futures::Stream;
-use tokio::sync::mpsc;
+use tokio::sync::{mpsc, watch};
 
 use crate::event::RawEvent;
 use crate::hub::ActiveWatch;
@@ -77,7 +77,11 @@ where
                 source: None,
             })?;
         let (out, events) = mpsc::channel(OUTGOING_BUFFER);
+        // Subscribed now, not when the task first runs: a progress request made after
+        // this call returns must reach the watch.
+        let progress = self.hub.progress_requests();
         let task = WatchTask {
+            progress,
             store: self.clone(),
             key: prepared,
             recursive: options.recursive,
@@ -181,6 +185,8 @@ struct WatchTask<T> {
     initial_rev: i64,
     plan: StartPlan,
     out: mpsc::Sender<WatchEvent<T>>,
+    /// Changes with every progress request to the store.
+    progress: watch::Receiver<u64>,
 }
 
 impl<T> WatchTask<T>
@@ -254,8 +260,6 @@ where
     async fn follow(&mut self) -> Result<Infallible, Ending> {
         let kv = self.store.kv.clone();
         let mut revisions = kv.subscribe();
-        let mut progress = self.store.hub.progress_requests();
-        progress.borrow_and_update();
         let period = kv.shared.config.progress_notify_interval;
         let mut ticks = tokio::time::interval_at(tokio::time::Instant::now() + period, period);
         let mut next_rev = self.initial_rev.saturating_add(1);
@@ -293,7 +297,7 @@ where
             tokio::select! {
                 () = self.out.closed() => return Err(Ending::ConsumerGone),
                 _ = revisions.changed() => {}
-                _ = progress.changed() => bookmark_due = true,
+                _ = self.progress.changed() => bookmark_due = true,
                 _ = ticks.tick(), if self.progress_notify => {
                     bookmark_due = !sent_since_tick;
                     sent_since_tick = false;
