@@ -1,5 +1,6 @@
 //! GetList: pages, continue tokens and resourceVersion semantics, after `GetList` and
-//! `resolveGetListRev` in kube-apiserver's `etcd3/store.go`.
+//! `resolveGetListRev` in kube-apiserver's `etcd3/store.go`. The paged read itself is
+//! [`pager`], shared with the watcher's initial sync and key scans.
 
 use apistore_storage::{
     ApiObject, ListMeta, ListOptions, ObjectList, ResourceVersionMatch, Result, StorageError,
@@ -7,29 +8,33 @@ use apistore_storage::{
 };
 use apistore_versioning::continue_token;
 use bytes::Bytes;
-use etcd_client::GetOptions as EtcdGetOptions;
 
-use crate::error::{from_etcd, is_compacted};
-use crate::instrument::Operation;
+use crate::instrument::{Instrumentation, Operation};
 use crate::key::{as_directory, prefix_range_end};
 use crate::store::Etcd3Store;
+
+pub(crate) mod pager;
+
+use pager::{OnCompacted, Pager};
 
 /// The largest page asked of etcd when selectors filter most objects out.
 const MAX_LIMIT: i64 = 10_000;
 
-const LIST_EXPIRED: &str = "The resourceVersion for the provided list is too old.";
-const CONTINUE_EXPIRED: &str = "The provided continue parameter is too old to display a consistent list result. You can start a new list without the continue parameter.";
-const INCONSISTENT_CONTINUE: &str = "The provided continue parameter is too old to display a consistent list result. You can start a new list without the continue parameter, or use the continue token in this response to retrieve the remainder of the results. Continuing with the provided token results in an inconsistent list - objects that were created, modified, or deleted between the time the first chunk was returned and now may show up in the list.";
-
-/// Counts of one list, for `apiserver_storage_list_*` (recorded on every exit).
-#[derive(Default)]
-struct ListCounts {
-    /// Whether the list got as far as reading etcd: kube-apiserver counts a list only
-    /// once its continue token and resourceVersion were accepted.
-    counted: bool,
+/// Counts of one list for `apiserver_storage_list_*`, recorded when dropped: on every
+/// exit once the list got as far as reading etcd (kube-apiserver counts a list only
+/// once its continue token and resourceVersion were accepted).
+struct ListCounts<'a> {
+    instrumentation: &'a Instrumentation,
     fetched: usize,
     evaluated: usize,
     returned: usize,
+}
+
+impl Drop for ListCounts<'_> {
+    fn drop(&mut self) {
+        self.instrumentation
+            .record_list(self.fetched, self.evaluated, self.returned);
+    }
 }
 
 impl<T> Etcd3Store<T>
@@ -41,40 +46,18 @@ where
         key: &str,
         options: &ListOptions,
     ) -> Result<ObjectList<T>> {
-        let mut prepared = self.prepare_key(key)?;
+        let mut key_prefix = self.prepare_key(key)?;
         let _span = self.instrumentation.list_span(key, options);
-        let mut counts = ListCounts::default();
-        let outcome = self
-            .list_prepared(&mut prepared, options, &mut counts)
-            .await;
-        if counts.counted {
-            self.instrumentation
-                .record_list(counts.fetched, counts.evaluated, counts.returned);
-        }
-        outcome
-    }
-
-    async fn list_prepared(
-        &self,
-        prepared: &mut String,
-        options: &ListOptions,
-        counts: &mut ListCounts,
-    ) -> Result<ObjectList<T>> {
         if options.recursive {
-            *prepared = as_directory(std::mem::take(prepared));
+            key_prefix = as_directory(key_prefix);
         }
-        let key_prefix = prepared.clone();
         let predicate = &options.predicate;
-        let paging = predicate.limit > 0;
-        let mut limit = predicate.limit;
-        let range_end = options
-            .recursive
-            .then(|| prefix_range_end(key_prefix.as_bytes()));
+        let continuing = !predicate.continue_token.is_empty();
 
-        let mut start_key: Vec<u8> = key_prefix.clone().into_bytes();
+        let mut start_key = key_prefix.as_bytes().to_vec();
         let mut continue_key = String::new();
         let mut continue_rv = 0;
-        if options.recursive && !predicate.continue_token.is_empty() {
+        if options.recursive && continuing {
             let (decoded_key, decoded_rv) =
                 continue_token::decode(&predicate.continue_token, &key_prefix).map_err(|err| {
                     StorageError::bad_request(&key_prefix, format!("invalid continue token: {err}"))
@@ -83,72 +66,49 @@ where
             continue_key = decoded_key;
             continue_rv = decoded_rv;
         }
-        let mut with_rev = resolve_rev(&continue_key, continue_rv, options, &key_prefix)?;
-        counts.counted = true;
-
-        let operation = if options.recursive {
-            Operation::List
-        } else {
-            Operation::Get
+        let rev = resolve_rev(&continue_key, continue_rv, options, &key_prefix)?;
+        let mut counts = ListCounts {
+            instrumentation: &self.instrumentation,
+            fetched: 0,
+            evaluated: 0,
+            returned: 0,
         };
+
+        let (operation, range_end) = if options.recursive {
+            let end = prefix_range_end(key_prefix.as_bytes());
+            (Operation::List, Some(end))
+        } else {
+            (Operation::Get, None)
+        };
+        let mut pager = Pager::new(&key_prefix, start_key, operation)
+            .at_revision(rev)
+            .on_compacted(if continuing {
+                OnCompacted::ContinueFromFirst
+            } else {
+                OnCompacted::Expired
+            });
+        if let Some(end) = range_end {
+            pager = pager.range_end(end);
+        }
+        let paging = predicate.limit > 0;
+        let mut limit = predicate.limit;
+        pager.set_limit(limit);
+
         let mut items: Vec<T> = Vec::new();
         let mut last_key: Vec<u8> = Vec::new();
-        let mut has_more;
-        let mut last_count;
-        loop {
-            let mut get_options = EtcdGetOptions::new();
-            if paging {
-                get_options = get_options.with_limit(limit);
-            }
-            if let Some(end) = &range_end {
-                get_options = get_options.with_range(end.clone());
-            }
-            if with_rev != 0 {
-                get_options = get_options.with_revision(with_rev);
-            }
-            let request = |mut kv: etcd_client::KvClient| {
-                let (start, options) = (start_key.clone(), get_options.clone());
-                async move { kv.get(start, Some(options)).await }
-            };
-            let mut response = match self.call_raw(&key_prefix, operation, request).await? {
-                Ok(response) => response,
-                Err(err) => {
-                    return Err(self.interpret_list_error(
-                        err,
-                        !predicate.continue_token.is_empty(),
-                        &continue_key,
-                        &key_prefix,
-                    ));
-                }
-            };
-            let header_rev = response.header().map_or(0, |h| h.revision());
+        let (has_more, last_count) = loop {
+            let page = pager.next_page(self).await?;
             self.validate_minimum_resource_version(
                 &key_prefix,
                 &options.resource_version,
-                header_rev,
+                page.header_revision,
             )?;
-            has_more = response.more();
-            last_count = response.count();
-            let kvs = response.take_kvs();
-            counts.fetched += kvs.len();
-            if kvs.is_empty() && has_more {
-                return Err(StorageError::Internal {
-                    key: key_prefix,
-                    message:
-                        "no results were found, but etcd indicated there were more values remaining"
-                            .to_owned(),
-                    source: None,
-                });
-            }
-            // Every later page reads at the revision of the first.
-            if with_rev == 0 {
-                with_rev = header_rev;
-            }
+            counts.fetched += page.kvs.len();
             if predicate.is_empty() {
-                items.reserve(kvs.len());
+                items.reserve(page.kvs.len());
             }
-
-            for kv in kvs {
+            let mut has_more = page.more;
+            for kv in page.kvs {
                 if paging && items.len() as i64 >= predicate.limit {
                     has_more = true;
                     break;
@@ -165,21 +125,17 @@ where
                 counts.evaluated += 1;
                 last_key = item_key;
             }
-
-            if !has_more || !paging {
-                break;
-            }
-            if items.len() as i64 >= predicate.limit {
-                break;
+            if !has_more || !paging || items.len() as i64 >= predicate.limit {
+                break (has_more, page.count);
             }
             // Selectors dropped objects: read further, in larger pages, to fill this one.
             if limit < MAX_LIMIT {
                 limit = (limit * 2).min(MAX_LIMIT);
+                pager.set_limit(limit);
             }
-            start_key = last_key.clone();
-            start_key.push(0);
-        }
+        };
         counts.returned = items.len();
+        let with_rev = pager.revision();
 
         let next = continue_token::prepare(
             &last_key,
@@ -208,39 +164,6 @@ where
             )
             .map_err(|err| err.with_key(key_prefix.clone()))?;
         Ok(ObjectList::new(items, metadata))
-    }
-
-    /// A compacted revision is 410 Expired; a continued list gets a token to go on at
-    /// the latest revision instead.
-    fn interpret_list_error(
-        &self,
-        err: etcd_client::Error,
-        continuing: bool,
-        continue_key: &str,
-        key_prefix: &str,
-    ) -> StorageError {
-        if !is_compacted(&err) {
-            return from_etcd(key_prefix, err);
-        }
-        if !continuing {
-            return StorageError::Expired {
-                key: key_prefix.to_owned(),
-                message: LIST_EXPIRED.to_owned(),
-                continue_token: None,
-            };
-        }
-        match continue_token::encode_start_key(continue_key, -1, key_prefix) {
-            Ok(token) => StorageError::Expired {
-                key: key_prefix.to_owned(),
-                message: INCONSISTENT_CONTINUE.to_owned(),
-                continue_token: Some(token),
-            },
-            Err(_) => StorageError::Expired {
-                key: key_prefix.to_owned(),
-                message: CONTINUE_EXPIRED.to_owned(),
-                continue_token: None,
-            },
-        }
     }
 }
 

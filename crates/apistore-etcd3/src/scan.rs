@@ -3,10 +3,10 @@
 //! fail on the first such value).
 
 use apistore_storage::{ApiObject, Result};
-use etcd_client::GetOptions as EtcdGetOptions;
 
 use crate::instrument::Operation;
 use crate::key::{as_directory, prefix_range_end};
+use crate::list::pager::Pager;
 use crate::store::Etcd3Store;
 
 /// Keys read per etcd request.
@@ -21,33 +21,14 @@ where
     /// UTF-8 are skipped: no store key can name them.
     pub async fn keys(&self, key: &str) -> Result<Vec<String>> {
         let prefix = as_directory(self.prepare_key(key)?);
-        let end = prefix_range_end(prefix.as_bytes());
-        let mut start = prefix.clone().into_bytes();
-        let mut revision = 0;
+        let mut pager = Pager::new(&prefix, prefix.as_bytes().to_vec(), Operation::List)
+            .range_end(prefix_range_end(prefix.as_bytes()))
+            .keys_only();
+        pager.set_limit(SCAN_PAGE);
         let mut keys = Vec::new();
         loop {
-            let mut options = EtcdGetOptions::new()
-                .with_range(end.clone())
-                .with_keys_only()
-                .with_limit(SCAN_PAGE);
-            if revision != 0 {
-                options = options.with_revision(revision);
-            }
-            let mut response = self
-                .call(&prefix, Operation::List, |mut kv| {
-                    let (start, options) = (start.clone(), options.clone());
-                    async move { kv.get(start, Some(options)).await }
-                })
-                .await?;
-            if revision == 0 {
-                revision = response.header().map_or(0, |h| h.revision());
-            }
-            let more = response.more();
-            let page = response.take_kvs();
-            let Some(last) = page.last().map(|kv| kv.key().to_vec()) else {
-                break;
-            };
-            for kv in page {
+            let page = pager.next_page(self).await?;
+            for kv in page.kvs {
                 let (full, _) = kv.into_key_value();
                 if let Ok(full) = String::from_utf8(full) {
                     if let Some(relative) = full.strip_prefix(&*self.path_prefix) {
@@ -55,11 +36,9 @@ where
                     }
                 }
             }
-            if !more {
+            if !page.more {
                 break;
             }
-            start = last;
-            start.push(0);
         }
         Ok(keys)
     }

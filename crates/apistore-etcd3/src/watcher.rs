@@ -35,16 +35,16 @@ use apistore_storage::{
     ApiObject, ErrorKind, ListOptions, Result, SelectionPredicate, Status, StatusCause,
     StatusReason, StorageError, Versioner, WatchEvent, WatchStream,
 };
-use apistore_versioning::continue_token;
-use etcd_client::{GetOptions as EtcdGetOptions, WatchOptions, WatchResponse};
+use etcd_client::{WatchOptions, WatchResponse};
 use futures::Stream;
 use tokio::sync::mpsc;
 
-use crate::error::{from_etcd, internal, is_compacted};
+use crate::error::internal;
 use crate::event::RawEvent;
 use crate::feature_support::EtcdFeature;
 use crate::instrument::Operation;
 use crate::key::{as_directory, prefix_range_end};
+use crate::list::pager::{OnCompacted, Pager};
 use crate::store::Etcd3Store;
 use crate::watch_mux::{ActiveWatch, RouteEnd, WatchSpec};
 use crate::watch_settings::SyncPageHook;
@@ -54,8 +54,6 @@ use crate::watch_settings::SyncPageHook;
 const OUTGOING_BUFFER: usize = 100;
 
 const WATCH_EXPIRED: &str = "The resourceVersion for the provided watch is too old.";
-const CONTINUE_EXPIRED: &str = "The provided continue parameter is too old to display a consistent list result. You can start a new list without the continue parameter.";
-const INCONSISTENT_CONTINUE: &str = "The provided continue parameter is too old to display a consistent list result. You can start a new list without the continue parameter, or use the continue token in this response to retrieve the remainder of the results. Continuing with the provided token results in an inconsistent list - objects that were created, modified, or deleted between the time the first chunk was returned and now may show up in the list.";
 
 /// Where a watch starts and what it sends first, decided from the request alone
 /// (kube-apiserver's `getStartWatchResourceVersion`, `areInitialEventsRequired` and
@@ -405,51 +403,25 @@ where
     /// `sync`).
     async fn sync(&mut self) -> Result<(), Ending> {
         let settings = self.store.watch.clone();
-        let mut base = EtcdGetOptions::new();
-        if self.recursive {
-            base = base
-                .with_limit(settings.sync_page_size)
-                .with_range(prefix_range_end(self.key.as_bytes()));
-        }
-        let operation = if self.recursive {
-            Operation::List
+        let key = self.key.clone();
+        let mut pager = if self.recursive {
+            let mut pager = Pager::new(&key, key.as_bytes().to_vec(), Operation::List)
+                .range_end(prefix_range_end(key.as_bytes()));
+            pager.set_limit(settings.sync_page_size);
+            pager
         } else {
-            Operation::Get
-        };
-        let mut start_key = self.key.clone().into_bytes();
-        let mut with_rev = 0;
-        for page in 0.. {
-            let mut options = base.clone();
-            if with_rev != 0 {
-                options = options.with_revision(with_rev);
-            }
-            let request = |mut kv: etcd_client::KvClient| {
-                let (start, options) = (start_key.clone(), options.clone());
-                async move { kv.get(start, Some(options)).await }
-            };
-            let outcome = self
-                .until_closed(self.store.call_raw(&self.key, operation, request))
-                .await??;
-            let mut response = match outcome {
-                Ok(response) => response,
-                Err(err) => return Err(self.interpret_sync_error(err, &start_key).into()),
-            };
+            Pager::new(&key, key.as_bytes().to_vec(), Operation::Get)
+        }
+        // The reference treats the sync as a paged list: a compacted revision is a 410
+        // with a continue token.
+        .on_compacted(OnCompacted::ContinueFromPage);
+        for index in 0.. {
+            let page = self.until_closed(pager.next_page(&self.store)).await??;
             if let Some(hook) = &settings.after_sync_page {
-                hook(page).await;
+                hook(index).await;
             }
-            let header_rev = response.header().map_or(0, |h| h.revision());
-            let more = response.more();
-            let kvs = response.take_kvs();
-            if kvs.is_empty() && more {
-                return Err(internal(
-                    self.key.clone(),
-                    "no results were found, but etcd indicated there were more values remaining",
-                )
-                .into());
-            }
-            let mut last_key = Vec::new();
-            for kv in kvs {
-                last_key = kv.key().to_vec();
+            self.initial_rev = pager.revision();
+            for kv in page.kvs {
                 let event = self
                     .store
                     .watch_event_for(RawEvent::from_kv(kv), &self.predicate)?;
@@ -457,36 +429,11 @@ where
                     self.emit(event).await?;
                 }
             }
-            if with_rev == 0 {
-                self.initial_rev = header_rev;
-            }
-            if !more {
+            if !page.more {
                 break;
-            }
-            last_key.push(0);
-            start_key = last_key;
-            if with_rev == 0 {
-                with_rev = header_rev;
             }
         }
         Ok(())
-    }
-
-    /// A compacted revision while paging is a 410 with a continue token (the reference
-    /// treats the sync as a paged list); anything else maps as any etcd error.
-    fn interpret_sync_error(&self, err: etcd_client::Error, start_key: &[u8]) -> StorageError {
-        if !is_compacted(&err) {
-            return from_etcd(&self.key, err);
-        }
-        let (message, token) = match continue_token::encode_start_key(start_key, -1, &self.key) {
-            Ok(token) => (INCONSISTENT_CONTINUE, Some(token)),
-            Err(_) => (CONTINUE_EXPIRED, None),
-        };
-        StorageError::Expired {
-            key: self.key.clone(),
-            message: message.to_owned(),
-            continue_token: token,
-        }
     }
 
     /// Follows etcd from the start revision on, re-watching from where it is when the

@@ -1,0 +1,205 @@
+//! Reading a key or a range in pages, every page at the revision of the first: the loop
+//! that `GetList`, the watcher's initial `sync` and a key scan share in kube-apiserver's
+//! `etcd3/store.go` and `etcd3/watcher.go`, and the one way a compacted revision met
+//! while paging becomes a 410 (kube-apiserver's `interpretListError`).
+//!
+//! The pager owns the requests (start key, range end, limit, revision) and where the
+//! next page starts; its callers own what they do with the key-values and when to stop
+//! early.
+
+use apistore_storage::{ApiObject, Result, StorageError};
+use apistore_versioning::continue_token;
+use etcd_client::{GetOptions as EtcdGetOptions, KeyValue};
+
+use crate::error::{from_etcd, is_compacted};
+use crate::instrument::Operation;
+use crate::store::Etcd3Store;
+
+const LIST_EXPIRED: &str = "The resourceVersion for the provided list is too old.";
+const CONTINUE_EXPIRED: &str = "The provided continue parameter is too old to display a consistent list result. You can start a new list without the continue parameter.";
+const INCONSISTENT_CONTINUE: &str = "The provided continue parameter is too old to display a consistent list result. You can start a new list without the continue parameter, or use the continue token in this response to retrieve the remainder of the results. Continuing with the provided token results in an inconsistent list - objects that were created, modified, or deleted between the time the first chunk was returned and now may show up in the list.";
+
+/// What a compacted revision becomes: every answer is 410 Expired, they differ in the
+/// continue token that lets the caller go on at the latest revision.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum OnCompacted {
+    /// A list that was not continued: no token ("the resourceVersion ... is too old").
+    Expired,
+    /// A continued list: a token to go on from the key the caller's token named.
+    ContinueFromFirst,
+    /// A paged read that is not a list (the watcher's sync): a token to go on from
+    /// the page that failed.
+    ContinueFromPage,
+}
+
+/// One page as etcd returned it.
+#[derive(Debug)]
+pub(crate) struct Page {
+    /// The key-values of the page, in key order.
+    pub(crate) kvs: Vec<KeyValue>,
+    /// The revision of etcd's answer (its header), not the revision read at.
+    pub(crate) header_revision: i64,
+    /// Whether etcd has more keys in the range after this page.
+    pub(crate) more: bool,
+    /// How many keys the whole range holds from the page's start key on.
+    pub(crate) count: i64,
+}
+
+/// A paged read of one key or one range, at one revision.
+#[derive(Debug)]
+pub(crate) struct Pager<'a> {
+    /// The prepared key the read is about: errors and metrics name it.
+    key: &'a str,
+    operation: Operation,
+    first_start: Vec<u8>,
+    start: Vec<u8>,
+    range_end: Option<Vec<u8>>,
+    keys_only: bool,
+    limit: i64,
+    revision: i64,
+    on_compacted: OnCompacted,
+}
+
+impl<'a> Pager<'a> {
+    /// A read of `start` alone (a range once [`Self::range_end`] is set), at the latest
+    /// revision, unpaged; errors and metrics name `key`.
+    pub(crate) fn new(key: &'a str, start: Vec<u8>, operation: Operation) -> Self {
+        Self {
+            key,
+            operation,
+            first_start: start.clone(),
+            start,
+            range_end: None,
+            keys_only: false,
+            limit: 0,
+            revision: 0,
+            on_compacted: OnCompacted::Expired,
+        }
+    }
+
+    /// Reads the range from the start key up to `end` (exclusive).
+    pub(crate) fn range_end(mut self, end: Vec<u8>) -> Self {
+        self.range_end = Some(end);
+        self
+    }
+
+    /// Asks for keys without their values.
+    pub(crate) fn keys_only(mut self) -> Self {
+        self.keys_only = true;
+        self
+    }
+
+    /// Reads at `revision` (0: the latest, then the revision of the first page).
+    pub(crate) fn at_revision(mut self, revision: i64) -> Self {
+        self.revision = revision;
+        self
+    }
+
+    /// What a compacted revision becomes.
+    pub(crate) fn on_compacted(mut self, on_compacted: OnCompacted) -> Self {
+        self.on_compacted = on_compacted;
+        self
+    }
+
+    /// Asks for at most `limit` keys per page from now on (0: all of them).
+    pub(crate) fn set_limit(&mut self, limit: i64) {
+        self.limit = limit;
+    }
+
+    /// The revision every page reads at: the one asked for, or once the first page is
+    /// in, the revision etcd answered it at; 0 before that for a read of the latest.
+    pub(crate) fn revision(&self) -> i64 {
+        self.revision
+    }
+
+    /// Reads the next page, and moves the start past its last key.
+    pub(crate) async fn next_page<T>(&mut self, store: &Etcd3Store<T>) -> Result<Page>
+    where
+        T: ApiObject + Clone + Default + Send + Sync + 'static,
+    {
+        let mut options = EtcdGetOptions::new();
+        if self.limit > 0 {
+            options = options.with_limit(self.limit);
+        }
+        if let Some(end) = &self.range_end {
+            options = options.with_range(end.clone());
+        }
+        if self.keys_only {
+            options = options.with_keys_only();
+        }
+        if self.revision != 0 {
+            options = options.with_revision(self.revision);
+        }
+        let start = &self.start;
+        let request = |mut kv: etcd_client::KvClient| {
+            let (start, options) = (start.clone(), options.clone());
+            async move { kv.get(start, Some(options)).await }
+        };
+        let mut response = match store.call_raw(self.key, self.operation, request).await? {
+            Ok(response) => response,
+            Err(err) => return Err(self.interpret_error(err)),
+        };
+        let header_revision = response.header().map_or(0, |h| h.revision());
+        let more = response.more();
+        let count = response.count();
+        let kvs = response.take_kvs();
+        if self.revision == 0 {
+            self.revision = header_revision;
+        }
+        let Some(last) = kvs.last() else {
+            if more {
+                return Err(StorageError::Internal {
+                    key: self.key.to_owned(),
+                    message:
+                        "no results were found, but etcd indicated there were more values remaining"
+                            .to_owned(),
+                    source: None,
+                });
+            }
+            return Ok(Page {
+                kvs,
+                header_revision,
+                more,
+                count,
+            });
+        };
+        self.start.clear();
+        self.start.extend_from_slice(last.key());
+        self.start.push(0);
+        Ok(Page {
+            kvs,
+            header_revision,
+            more,
+            count,
+        })
+    }
+
+    /// A compacted revision is 410 Expired, with a token to go on at the latest revision
+    /// where the read continues something; any other error maps as any etcd error.
+    fn interpret_error(&self, err: etcd_client::Error) -> StorageError {
+        if !is_compacted(&err) {
+            return from_etcd(self.key, err);
+        }
+        let continue_from = match self.on_compacted {
+            OnCompacted::Expired => {
+                return StorageError::Expired {
+                    key: self.key.to_owned(),
+                    message: LIST_EXPIRED.to_owned(),
+                    continue_token: None,
+                };
+            }
+            OnCompacted::ContinueFromFirst => &self.first_start,
+            OnCompacted::ContinueFromPage => &self.start,
+        };
+        let (message, continue_token) =
+            match continue_token::encode_start_key(continue_from, -1, self.key) {
+                Ok(token) => (INCONSISTENT_CONTINUE, Some(token)),
+                Err(_) => (CONTINUE_EXPIRED, None),
+            };
+        StorageError::Expired {
+            key: self.key.to_owned(),
+            message: message.to_owned(),
+            continue_token,
+        }
+    }
+}
