@@ -7,7 +7,8 @@
 
 use apistore::{GetOptions, RewriteOptions, Storage, rewrite_stale};
 use apistore_interop::{
-    EncryptionFile, Failure, Interop, Reference, ReferenceOptions, dynamic, summary, to_json,
+    EncryptionFile, Failure, Interop, Reference, ReferenceOptions, dynamic, event_summaries,
+    summary, to_json,
 };
 use serde_json::{Value, json};
 
@@ -140,6 +141,7 @@ async fn every_provider_written_by_one_side_reads_on_the_other(media_type: &str)
             .encrypted(file.path())
             .media_type(media_type);
         let mut t = Interop::start(&options).await;
+        let start = t.revision().await.to_string();
         let r = case.key_prefix;
         assert_eq!(t.key_prefix, r);
         let etcd_key = |name: &str| format!("/registry/{r}/ns/{name}");
@@ -211,8 +213,47 @@ async fn every_provider_written_by_one_side_reads_on_the_other(media_type: &str)
             "{r}"
         );
 
+        // Pages of one: kube's token continued by apistore over ciphertexts, identical.
+        let go_page =
+            t.go.list(&format!("/{r}"), json!({"limit": 1}))
+                .await
+                .unwrap();
+        let mut continued = apistore::ListOptions {
+            recursive: true,
+            ..Default::default()
+        };
+        continued.predicate.limit = 1;
+        continued
+            .predicate
+            .continue_token
+            .clone_from(&go_page.continue_token);
+        let api_page = t.store.list(r, &continued).await.unwrap();
+        let api_page = apistore_interop::Listed::from_apistore(&api_page);
+        let go_rest =
+            t.go.list(
+                &format!("/{r}"),
+                json!({"limit": 1, "continue": go_page.continue_token}),
+            )
+            .await
+            .unwrap();
+        assert_eq!(api_page.essence(), go_rest.essence(), "{r}");
+
+        // Watches decrypt the other side's values (the watcher's own transform path).
+        let go_events = t.go.watch(&format!("/{r}"), &start, 2, 5000).await.unwrap();
+        let api_events = t
+            .api_watch(r, &start, 2, std::time::Duration::from_secs(5))
+            .await
+            .unwrap();
+        assert_eq!(go_events.len(), 2, "{r}: {go_events:?}");
+        assert_eq!(
+            event_summaries(&api_events),
+            event_summaries(&go_events),
+            "{r}"
+        );
+
         // A ciphertext moved to another key: both sides agree (aesgcm binds it to its
         // key; aescbc and secretbox do not).
+        let before_moves = t.revision().await.to_string();
         for (from, to) in [("by-go", "moved-go"), ("by-api", "moved-api")] {
             let bytes = t.raw_get(&etcd_key(from)).await.unwrap();
             t.raw_put(&etcd_key(to), &bytes).await;
@@ -224,6 +265,32 @@ async fn every_provider_written_by_one_side_reads_on_the_other(media_type: &str)
                 outcome(&api)
             );
             assert_eq!(outcome(&go), outcome(&api), "{r}: {from} moved");
+        }
+
+        // A watch over the moved ciphertext: both sides end with the same ERROR (aesgcm)
+        // or deliver the same ADDED.
+        let go_events =
+            t.go.watch(&format!("/{r}"), &before_moves, 1, 5000)
+                .await
+                .unwrap();
+        let api_events = t
+            .api_watch(r, &before_moves, 1, std::time::Duration::from_secs(5))
+            .await
+            .unwrap();
+        assert_eq!(go_events.len(), 1, "{r}");
+        assert_eq!(api_events.len(), 1, "{r}");
+        assert_eq!(api_events[0].0, go_events[0].0, "{r}");
+        if go_events[0].0 == "ERROR" {
+            let go = Failure::from_status(&go_events[0].1);
+            let api = Failure::from_status(&api_events[0].1);
+            eprintln!("{r}: watch over a moved ciphertext: kube {go:?} / apistore {api:?}");
+            assert_eq!(api.essence(), go.essence(), "{r}");
+        } else {
+            assert_eq!(
+                event_summaries(&api_events),
+                event_summaries(&go_events),
+                "{r}"
+            );
         }
 
         // The same key name with another secret: both fail alike (or, for identity

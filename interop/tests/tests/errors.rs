@@ -376,8 +376,25 @@ async fn same_failures_same_reason_and_code(media_type: &str) {
     });
 
     // An undecodable value behind both sides' backs.
+    let before = t.revision().await.to_string();
     t.raw_put("/registry/configmaps/z/bad", b"\x00\x01not json")
         .await;
+    let go_events = t.go.watch("/configmaps", &before, 1, 5000).await.unwrap();
+    let api_events = t
+        .api_watch("configmaps", &before, 1, std::time::Duration::from_secs(5))
+        .await
+        .unwrap();
+    assert_eq!(go_events.len(), 1);
+    assert_eq!(api_events.len(), 1);
+    assert_eq!(
+        (go_events[0].0.as_str(), api_events[0].0.as_str()),
+        ("ERROR", "ERROR")
+    );
+    rows.push(Row {
+        case: "watch over an undecodable value",
+        go: Failure::from_status(&go_events[0].1),
+        api: Failure::from_status(&api_events[0].1),
+    });
     rows.push(Row {
         case: "get an undecodable value",
         go: go_failed(t.go.get("/configmaps/z/bad", "").await),
