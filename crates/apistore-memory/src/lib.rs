@@ -58,6 +58,7 @@ mod kv;
 mod lease;
 mod list;
 mod mvcc;
+mod object;
 mod start;
 mod store;
 mod update;

@@ -5,7 +5,8 @@
 
 use apistore_storage::{ApiObject, DeleteOptions, ResponseMeta, Result, Update, UpdateOptions};
 
-use crate::store::{MemoryStore, ObjState};
+use crate::object::ObjState;
+use crate::store::MemoryStore;
 
 impl<T> MemoryStore<T>
 where

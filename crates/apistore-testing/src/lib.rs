@@ -1,23 +1,26 @@
-//! Test support for apistore: a real etcd to run stores against.
+//! Test support for apistore: a real etcd to run stores against, and the conformance
+//! suite every backend runs.
 //!
 //! - [`etcd`]: starts, stops, kills and restarts real etcd processes on free loopback
 //!   ports, and shares one etcd per test process. Nothing here mocks etcd: tests that
 //!   touch etcd run against the real binary, which `cargo xtask test` provisions.
 //! - [`suite`]: the conformance suite, ported from kube-apiserver's storage tests, that
-//!   any `Storage` implementation runs through its [`suite::Backend`].
+//!   any `Storage` implementation runs through its [`suite::Backend`] (raw access to
+//!   the bytes it stores, compaction, a read counter, the test transformer). The etcd3
+//!   store and the in-memory store both run every case of its three lists.
 //!
-//! A test of another backend runs the suite's cases against its own store:
+//! A backend's `tests/` instantiates the lists, one `#[tokio::test]` per case, from a
+//! function that makes its backend for a case:
 //!
-//! ```no_run
-//! use apistore_testing::suite::{self, Backend};
-//!
-//! // `MyBackend` implements `Backend` (its store, raw reads and writes, and the test
-//! // transformer's controls); see `crates/apistore-etcd3/tests/common/mod.rs`.
-//! async fn conformance<B: Backend>(backend: &B) {
-//!     suite::run_test_create(backend).await;
-//!     suite::run_test_get(backend).await;
-//!     suite::run_test_guaranteed_update(backend).await;
+//! ```text
+//! // tests/conformance.rs of a backend crate; `MyBackend` implements `Backend`
+//! // (see crates/apistore-memory/tests/common/mod.rs).
+//! async fn backend(test_name: &str, needs: Needs) -> MyBackend {
+//!     // a key space of its own for Needs::Fresh and Needs::ProgressNotify
 //! }
+//! apistore_testing::store_conformance!(backend);
+//! apistore_testing::list_conformance!(backend);
+//! apistore_testing::watch_conformance!(backend);
 //! ```
 //!
 //! And a real etcd for any test, started on a free loopback port and removed on drop:
