@@ -10,6 +10,7 @@
 use std::convert::Infallible;
 use std::pin::Pin;
 use std::task::{Context, Poll};
+use std::time::Duration;
 
 use apistore_storage::{
     ApiObject, ErrorKind, ListOptions, Result, SelectionPredicate, Status, StatusCause,
@@ -260,7 +261,13 @@ where
     async fn follow(&mut self) -> Result<Infallible, Ending> {
         let kv = self.store.kv.clone();
         let mut revisions = kv.subscribe();
-        let period = kv.shared.config.progress_notify_interval;
+        // A zero interval would make tokio's timer panic: a millisecond is as often as
+        // notifications can usefully come.
+        let period = kv
+            .shared
+            .config
+            .progress_notify_interval
+            .max(Duration::from_millis(1));
         let mut ticks = tokio::time::interval_at(tokio::time::Instant::now() + period, period);
         let mut next_rev = self.initial_rev.saturating_add(1);
         let mut bookmark_due = false;

@@ -11,17 +11,17 @@ use apistore_storage::{ObjectList, ResourceVersionMatch, Storage, Update, Update
 use super::list::{check_not_older_than, field_predicate, label_predicate, options, paging};
 use super::{Backend, Pod, PodFactory};
 
-/// The largest page the store asks etcd for when selectors drop objects (the
+/// The largest page the store asks its storage for when selectors drop objects (the
 /// reference's `maxLimit`).
 const MAX_LIMIT: u64 = 10_000;
 
-/// How many etcd reads a list makes that starts with pages of `page_size` and
+/// How many storage reads a list makes that starts with pages of `page_size` and
 /// processes `processed` objects, when it doubles its page size after every page that
 /// selectors left short: `n + 1` for the smallest `n` with
 /// `page_size + 2·page_size + … + 2ⁿ·page_size ≥ processed`. One read when nothing
 /// limits the page. (As in the reference, the running sum starts at 1, not at the
 /// first page's size.)
-fn estimated_etcd_reads(page_size: u64, processed: u64) -> u64 {
+fn estimated_storage_reads(page_size: u64, processed: u64) -> u64 {
     let mut reads = 1;
     if page_size != 0 {
         let mut limit = page_size;
@@ -36,8 +36,9 @@ fn estimated_etcd_reads(page_size: u64, processed: u64) -> u64 {
 }
 
 /// The etcd3 wiring's `checkStorageCallsInvariants`: since the last check, the test
-/// transformer read exactly `processed` values and the store made the number of etcd
-/// reads a list with pages of `page_size` needs for them.
+/// transformer read exactly `processed` values and the store made the number of storage
+/// reads (etcd range requests, for the etcd3 store) a list with pages of `page_size`
+/// needs for them.
 fn check_calls<B: Backend>(backend: &B, step: &str, page_size: u64, processed: u64) {
     let reads = backend.take_transformer_reads();
     let storage_reads = backend.take_storage_reads();
@@ -45,7 +46,7 @@ fn check_calls<B: Backend>(backend: &B, step: &str, page_size: u64, processed: u
         reads, processed,
         "{step}: unexpected transformer reads: {reads}, expected: {processed}"
     );
-    let expected = estimated_etcd_reads(page_size, processed);
+    let expected = estimated_storage_reads(page_size, processed);
     assert_eq!(
         storage_reads, expected,
         "{step}: unexpected storage reads: {storage_reads}, expected: {expected}"
@@ -86,8 +87,8 @@ async fn list_pods<B: Backend>(
 
 /// `RunTestListContinuation` with the etcd3 call counts: three pods read one page at
 /// a time and then the rest in one page, every page at the revision of the first (the
-/// last create's). Each page is one etcd read and decodes only what it returns. The
-/// resourceVersion checks need an etcd that no other test writes to.
+/// last create's). Each page is one storage read and decodes only what it returns. The
+/// resourceVersion checks need a key space no other test writes to.
 pub async fn run_test_list_continuation<B: Backend>(backend: &B) {
     let preset = create_all(
         backend,
@@ -160,7 +161,7 @@ pub async fn run_test_list_continuation<B: Backend>(backend: &B) {
 
 /// `RunTestListPaginationRareObject` with the etcd3 call counts: of 1000 pods, a list
 /// with limit 1 selecting only `pod-999` (the last key) returns just it, with no
-/// continue token, after decoding all 1000 in 10 etcd reads of doubling size.
+/// continue token, after decoding all 1000 in 10 storage reads of doubling size.
 pub async fn run_test_list_pagination_rare_object<B: Backend>(backend: &B) {
     const POD_COUNT: u64 = 1000;
     let pods = (0..POD_COUNT)
@@ -186,9 +187,9 @@ pub async fn run_test_list_pagination_rare_object<B: Backend>(backend: &B) {
 
 /// `RunTestListContinuationWithFilter` with the etcd3 call counts: of `1/foo`,
 /// `2/bar`, `3/foo`, `4/foo`, pages of 2 selecting `metadata.name!=bar` are
-/// `[1/foo, 3/foo]` (two etcd reads, three decodes: `4/foo` is fetched but not
+/// `[1/foo, 3/foo]` (two storage reads, three decodes: `4/foo` is fetched but not
 /// decoded) and then `[4/foo]` (one read, one decode), both at the last create's
-/// revision. The resourceVersion checks need an etcd no other test writes to.
+/// revision. The resourceVersion checks need a key space no other test writes to.
 pub async fn run_test_list_continuation_with_filter<B: Backend>(backend: &B) {
     let preset = create_all(
         backend,
@@ -412,14 +413,14 @@ pub async fn run_test_list_resource_version_match<B: Backend>(backend: &B) {
 
 #[cfg(test)]
 mod tests {
-    use super::estimated_etcd_reads;
+    use super::estimated_storage_reads;
 
     #[test]
-    fn estimated_etcd_reads_follow_the_reference() {
-        assert_eq!(estimated_etcd_reads(1, 1000), 10);
-        assert_eq!(estimated_etcd_reads(1, 1), 1);
-        assert_eq!(estimated_etcd_reads(0, 2), 1);
-        assert_eq!(estimated_etcd_reads(2, 3), 2);
-        assert_eq!(estimated_etcd_reads(2, 1), 1);
+    fn estimated_storage_reads_follow_the_reference() {
+        assert_eq!(estimated_storage_reads(1, 1000), 10);
+        assert_eq!(estimated_storage_reads(1, 1), 1);
+        assert_eq!(estimated_storage_reads(0, 2), 1);
+        assert_eq!(estimated_storage_reads(2, 3), 2);
+        assert_eq!(estimated_storage_reads(2, 1), 1);
     }
 }
