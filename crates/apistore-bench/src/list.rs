@@ -5,6 +5,7 @@
 use std::hint::black_box;
 use std::sync::Arc;
 
+use apistore_etcd3::prefix_range_end;
 use apistore_storage::{ListOptions, Storage};
 use etcd_client::GetOptions;
 
@@ -13,7 +14,6 @@ use crate::bench::{Backend, Bench};
 use crate::driver::{self, Plan};
 use crate::error::{BenchError, Result};
 use crate::object::{etcd_namespace_prefix, object_name, store_namespace_key};
-use crate::raw::prefix_range_end;
 use crate::report::col;
 use crate::stats::{Comparison, Metric, Section, Unit};
 

@@ -21,6 +21,9 @@ use etcd_client::{
 use crate::error::{BenchError, Result};
 use crate::object::BenchObject;
 
+/// The store's own range end, so that both arms read exactly the same range.
+pub(crate) use apistore_etcd3::prefix_range_end;
+
 /// The largest response accepted: what gRPC can frame.
 const MAX_RESPONSE_BYTES: usize = i32::MAX as usize;
 
@@ -260,16 +263,4 @@ fn revision(response: &TxnResponse) -> i64 {
 
 fn revision_of(header: Option<&etcd_client::ResponseHeader>) -> i64 {
     header.map_or(0, etcd_client::ResponseHeader::revision)
-}
-
-/// The end of the range holding every key that starts with `prefix`.
-pub(crate) fn prefix_range_end(prefix: &[u8]) -> Vec<u8> {
-    let mut end = prefix.to_vec();
-    while let Some(last) = end.pop() {
-        if last < 0xff {
-            end.push(last + 1);
-            return end;
-        }
-    }
-    vec![0]
 }

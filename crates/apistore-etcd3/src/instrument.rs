@@ -9,36 +9,9 @@ use apistore_telemetry::{
     ListTraceAttrs, ObjectTraceAttrs, ResourceMetrics, StepAttr, StepTrace, StorageMetrics,
 };
 
-/// The `operation` label of `etcd_request_*` metrics.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub(crate) enum Operation {
-    /// A single-key read (get, state refresh, non-recursive list).
-    Get,
-    /// A range read.
-    List,
-    /// The create transaction.
-    Create,
-    /// The update transaction.
-    Update,
-    /// The delete transaction.
-    Delete,
-    /// A count-only range read.
-    ListWithCount,
-}
-
-impl Operation {
-    fn label(self) -> apistore_telemetry::Operation {
-        use apistore_telemetry::Operation as O;
-        match self {
-            Self::Get => O::Get,
-            Self::List => O::List,
-            Self::Create => O::Create,
-            Self::Update => O::Update,
-            Self::Delete => O::Delete,
-            Self::ListWithCount => O::ListWithCount,
-        }
-    }
-}
+/// The `operation` label of `etcd_request_*` metrics: the telemetry crate's, so that
+/// the store names its requests exactly as the metrics label them.
+pub(crate) use apistore_telemetry::Operation;
 
 /// Metrics and tracing for one store.
 #[derive(Debug, Clone, Default)]
@@ -77,7 +50,6 @@ impl Instrumentation {
         let Some(metrics) = &self.metrics else {
             return;
         };
-        let operation = operation.label();
         if type_label == metrics.resource.resource() {
             metrics.resource.record_etcd_request(operation, ok, elapsed);
         } else {

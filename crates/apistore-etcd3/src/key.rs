@@ -78,8 +78,8 @@ pub(crate) fn as_directory(mut key: String) -> String {
 }
 
 /// The end of the etcd range holding every key that starts with `prefix`
-/// (etcd's `GetPrefixRangeEnd`).
-pub(crate) fn prefix_range_end(prefix: &[u8]) -> Vec<u8> {
+/// (etcd's `GetPrefixRangeEnd`), for tools that read the store's keys with etcd-client.
+pub fn prefix_range_end(prefix: &[u8]) -> Vec<u8> {
     let mut end = prefix.to_vec();
     while let Some(last) = end.pop() {
         if last < 0xff {

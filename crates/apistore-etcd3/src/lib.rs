@@ -73,6 +73,7 @@ pub use health::{
     DEFAULT_HEALTHCHECK_TIMEOUT, DEFAULT_READINESS_TIMEOUT, HealthChecker, HealthConfig,
     HealthError,
 };
+pub use key::prefix_range_end;
 pub use lease_manager::LeaseManagerConfig;
 pub use monitor::{
     DEFAULT_OBJECT_COUNT_POLL_INTERVAL, DEFAULT_STORAGE_SIZE_POLL_INTERVAL, PollError, PollHandle,

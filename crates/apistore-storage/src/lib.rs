@@ -34,6 +34,7 @@ mod options;
 mod selection;
 pub mod selector;
 mod status;
+mod transformation;
 mod watch;
 
 pub use codec::{Codec, CodecError, JsonCodec};
@@ -54,4 +55,5 @@ pub use options::{
 pub use selection::SelectionPredicate;
 pub use selector::{FieldSelector, LabelSelector, SelectorError};
 pub use status::{Status, StatusCause, StatusDetails, StatusListMeta, StatusReason};
+pub use transformation::TransformationType;
 pub use watch::{WatchEvent, WatchStream};

@@ -59,34 +59,9 @@ impl fmt::Display for Operation {
     }
 }
 
-/// The `transformation_type` label of the transformation metrics.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum TransformationType {
-    /// `from_storage`: stored bytes to plain bytes (decryption).
-    FromStorage,
-    /// `to_storage`: plain bytes to stored bytes (encryption).
-    ToStorage,
-}
-
-impl TransformationType {
-    /// The label value, exactly as kube-apiserver writes it.
-    pub const fn as_str(self) -> &'static str {
-        match self {
-            Self::FromStorage => "from_storage",
-            Self::ToStorage => "to_storage",
-        }
-    }
-
-    pub(crate) const fn index(self) -> usize {
-        self as usize
-    }
-}
-
-impl fmt::Display for TransformationType {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
+/// The `transformation_type` label of the transformation metrics: the contract's type,
+/// which the transformers report with.
+pub use apistore_storage::TransformationType;
 
 /// The `status` label of a successful transformation.
 pub const STATUS_OK: &str = "OK";

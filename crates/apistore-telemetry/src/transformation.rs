@@ -27,7 +27,7 @@ impl PrefixHandles {
         status: &str,
         elapsed: Option<std::time::Duration>,
     ) {
-        let i = kind.index();
+        let i = kind as usize;
         if status == STATUS_OK {
             self.ok[i]
                 .get_or_init(|| {

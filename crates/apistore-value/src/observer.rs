@@ -8,7 +8,6 @@
 //! with exactly the label values kube records; another crate turns the calls into
 //! Prometheus samples.
 
-use std::fmt;
 use std::time::Duration;
 
 /// The `status` label of a successful transformation.
@@ -21,30 +20,7 @@ pub const PREFIX_LABEL_IDENTITY: &str = "identity";
 /// The `transformer_prefix` label of a read that no entry's prefix matched.
 pub const PREFIX_LABEL_UNKNOWN: &str = "unknown";
 
-/// Which way a value was transformed: the `transformation_type` label.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum TransformationType {
-    /// Reading: stored bytes to plain bytes.
-    FromStorage,
-    /// Writing: plain bytes to stored bytes.
-    ToStorage,
-}
-
-impl TransformationType {
-    /// The label value: `from_storage` or `to_storage`.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::FromStorage => "from_storage",
-            Self::ToStorage => "to_storage",
-        }
-    }
-}
-
-impl fmt::Display for TransformationType {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
+pub use apistore_storage::TransformationType;
 
 /// Receives one call per transformation a prefix list records.
 ///

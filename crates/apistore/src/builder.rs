@@ -278,12 +278,8 @@ impl TransformObserver for MetricsObserver {
         status: &str,
         elapsed: Option<Duration>,
     ) {
-        let kind = match transformation_type {
-            TransformationType::FromStorage => apistore_telemetry::TransformationType::FromStorage,
-            TransformationType::ToStorage => apistore_telemetry::TransformationType::ToStorage,
-        };
         self.0
-            .record_transformation(kind, transformer_prefix, status, elapsed);
+            .record_transformation(transformation_type, transformer_prefix, status, elapsed);
     }
 }
 
