@@ -1,6 +1,6 @@
 //! What the in-memory store offers beyond the shared conformance suite: TTLs on a manual
 //! clock, the bounded history's 410s, progress requests, encryption at rest with stale
-//! rewrites, continue tokens from `apistore-versioning`, one revision across stores.
+//! rewrites, one revision across stores. (The tokens' bytes are a suite case.)
 
 // A failed step must fail the test loudly.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
@@ -10,11 +10,10 @@ use std::time::Duration;
 
 use apistore_memory::{KvConfig, ManualClock, MemoryKv, MemoryStore, MemoryStoreConfig};
 use apistore_storage::{
-    DynamicObject, GetOptions, ListOptions, ResourceVersionMatch, SelectionPredicate, Storage,
-    Update, UpdateOptions, WatchEvent, WatchStream,
+    DynamicObject, GetOptions, ListOptions, ResourceVersionMatch, Storage, Update, UpdateOptions,
+    WatchEvent, WatchStream,
 };
 use apistore_value::EncryptionConfig;
-use apistore_versioning::continue_token;
 use futures::StreamExt;
 
 const TIMEOUT: Duration = Duration::from_secs(10);
@@ -251,30 +250,6 @@ resources:
         .await
         .unwrap();
     assert_eq!(kv.revision(), before + 1);
-}
-
-#[tokio::test]
-async fn continue_tokens_are_kube_apiservers() {
-    let kv = MemoryKv::default();
-    let pods = store(&kv, "pods");
-    for name in ["a", "b", "c"] {
-        pods.create(&format!("pods/ns/{name}"), pod(name), 0)
-            .await
-            .unwrap();
-    }
-    let options = ListOptions {
-        predicate: SelectionPredicate {
-            limit: 1,
-            ..SelectionPredicate::default()
-        },
-        recursive: true,
-        ..ListOptions::default()
-    };
-    let page = pods.list("pods/ns", &options).await.unwrap();
-    let rv: i64 = page.metadata.resource_version.parse().unwrap();
-    let expected = continue_token::encode("/registry/pods/ns/a", rv, "/registry/pods/ns/").unwrap();
-    assert_eq!(page.metadata.continue_token, expected);
-    assert_eq!(page.metadata.remaining_item_count, Some(2));
 }
 
 #[tokio::test]

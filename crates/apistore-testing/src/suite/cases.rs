@@ -60,7 +60,7 @@ macro_rules! store_conformance {
 }
 
 /// The list cases of `store_tests.go`: `RunTestList` and the paging, resourceVersion
-/// and continue cases (10).
+/// and continue cases, and the tokens' bytes (11).
 #[macro_export]
 macro_rules! list_conformance {
     ($backend:path) => {
@@ -75,6 +75,7 @@ macro_rules! list_conformance {
             compacted_continue_token_is_gone_with_an_inconsistent_one => run_test_list_inconsistent_continuation [Fresh],
             exact_list_at_a_list_revision_is_identical_despite_concurrent_writes => run_test_list_resource_version_match [Shared],
             one_undecryptable_item_fails_the_whole_list => run_test_transformation_failure_list [Shared],
+            continue_tokens_are_kube_apiservers => run_test_continue_tokens_are_kube_apiservers [Shared],
         );
     };
 }

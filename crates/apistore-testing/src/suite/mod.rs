@@ -33,6 +33,7 @@ mod list_failure;
 mod list_paging;
 mod lost_update;
 mod pod;
+mod tokens;
 mod transformer;
 mod update;
 mod watch;
@@ -57,6 +58,7 @@ pub use list_failure::*;
 pub use list_paging::*;
 pub use lost_update::*;
 pub use pod::{Pod, PodSpec};
+pub use tokens::*;
 pub use transformer::{PrefixTransformer, ReadHook};
 pub use update::{
     run_test_guaranteed_update, run_test_guaranteed_update_checks_stored_data,
