@@ -127,10 +127,10 @@ where
 
     fn decode(&self, data: &[u8]) -> Result<T, CodecError> {
         if is_protobuf(data) {
-            let json = KubeProtobuf::k8s_1_31()
-                .decode_to_json(data)
-                .map_err(|e| CodecError::Decode(Box::new(e)))?;
-            serde_json::from_slice(&json).map_err(|e| CodecError::Decode(Box::new(e)))
+            // Straight from the protobuf into T: no JSON text in between.
+            KubeProtobuf::k8s_1_31()
+                .decode(data)
+                .map_err(|e| CodecError::Decode(Box::new(e)))
         } else {
             serde_json::from_slice(data).map_err(|e| CodecError::Decode(Box::new(e)))
         }

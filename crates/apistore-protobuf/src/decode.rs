@@ -2,24 +2,21 @@
 //! `Unmarshal` would, and writes the JSON text `encoding/json.Marshal` would write for
 //! the resulting Go value, straight into a `Vec<u8>` (no intermediate tree).
 //!
-//! Go semantics kept: the last occurrence of a scalar wins, repeated occurrences of a
-//! nested message merge, unknown fields are skipped, fields come out in Go declaration
-//! order with `omitempty` and inline structs, map keys sorted.
+//! Which fields come out and how (Go declaration order, `omitempty`, `null`, inline
+//! structs, map keys sorted) is decided in `walk.rs`; what the hand-written special
+//! types mean is in `special.rs`. This file only writes the text. The serde
+//! `Deserializer` in `de.rs` follows the same answers without writing any.
 
 use base64::Engine as _;
 
+pub(crate) use crate::walk::MAX_DEPTH;
+
 use crate::error::{ProtobufError, Step, format_path};
 use crate::json_write::{write_compact, write_f64, write_int, write_str};
-use crate::quantity;
 use crate::schema::{Message, Schema, Special, Ty};
-use crate::time::{ZERO_TIME_UNIX, write_duration, write_rfc3339};
-use crate::wire::{Fields, WireVal, read_varint};
-
-/// Nested messages deeper than this are refused (a hostile value could otherwise
-/// recurse without bound through JSONSchemaProps).
-pub(crate) const MAX_DEPTH: usize = 100;
-
-type Entries<'a> = Vec<(usize, WireVal<'a>)>;
+use crate::special::{SpecialValue, interpret};
+use crate::walk::{Entries, Segs, Slot, collect, is_empty_wrapped, map_entries, slot};
+use crate::wire::{WireVal, read_varint};
 
 pub(crate) struct Decoder<'s> {
     schema: &'s Schema,
@@ -63,30 +60,8 @@ impl<'s> Decoder<'s> {
         Ok(())
     }
 
-    /// Reads the known fields of `m` from its (merged) segments, sorted by field index
-    /// with wire order kept within a field.
     fn collect<'a>(&self, m: &Message, segs: &[&'a [u8]]) -> Result<Entries<'a>, ProtobufError> {
-        let mut entries = Vec::new();
-        for seg in segs {
-            for item in Fields::new(seg) {
-                let (tag, val) = item.map_err(|e| self.err(e))?;
-                let Some(idx) = m.field_for_tag(tag) else {
-                    continue;
-                };
-                let ty = &m.fields[idx].ty;
-                if !wire_fits(ty, &val) {
-                    return Err(self.err(format!(
-                        "proto: wrong wireType = {} for field {} (tag {tag}) of {}",
-                        val.wire_type(),
-                        m.fields[idx].json,
-                        m.name
-                    )));
-                }
-                entries.push((idx, val));
-            }
-        }
-        entries.sort_by_key(|e| e.0);
-        Ok(entries)
+        collect(m, segs).map_err(|e| self.err(e))
     }
 
     fn key(&mut self, name: &str, first: &mut bool) {
@@ -129,111 +104,39 @@ impl<'s> Decoder<'s> {
                     }
                     continue;
                 }
-                let segs = segments(vals);
                 self.enter()?;
-                let ce = self.collect(cm, &segs)?;
+                let ce = self.collect(cm, Segs::of(vals).as_slice())?;
                 self.fields(cm, &ce, None, first)?;
                 self.depth -= 1;
                 continue;
             }
             self.path.push(Step::Field(&f.json));
-            self.field(&f.ty, f.omitempty, &f.json, vals, first)?;
+            let s = slot(self.schema, &f.ty, f.omitempty, vals).map_err(|e| self.err(e))?;
+            if let Some(s) = s {
+                self.key(&f.json, first);
+                self.slot(s, vals)?;
+            }
             self.path.pop();
         }
         Ok(())
     }
 
-    fn field(
+    /// Writes what a field, map value or pointer target holds.
+    fn slot(
         &mut self,
-        ty: &'s Ty,
-        omitempty: bool,
-        name: &str,
+        s: Slot<'s, '_>,
         vals: &[(usize, WireVal<'_>)],
-        first: &mut bool,
     ) -> Result<(), ProtobufError> {
-        let last = vals.last().map(|v| v.1);
-        match ty {
-            Ty::Slice(inner) => {
-                let n = self.count(inner, vals)?;
-                if n == 0 {
-                    if !omitempty {
-                        self.key(name, first);
-                        self.out.extend_from_slice(b"null");
-                    }
-                    return Ok(());
-                }
-                self.key(name, first);
-                self.elements(inner, vals)
-            }
-            Ty::Map(inner) => {
-                if vals.is_empty() {
-                    if !omitempty {
-                        self.key(name, first);
-                        self.out.extend_from_slice(b"null");
-                    }
-                    return Ok(());
-                }
-                self.key(name, first);
-                self.map(inner, vals)
-            }
-            Ty::Ptr(inner) => {
-                if vals.is_empty() {
-                    if !omitempty {
-                        self.key(name, first);
-                        self.out.extend_from_slice(b"null");
-                    }
-                    return Ok(());
-                }
-                self.key(name, first);
-                self.present(inner, vals)
-            }
-            Ty::Bytes => match last {
-                None if omitempty => Ok(()),
-                Some(WireVal::Bytes(b)) if omitempty && b.is_empty() => Ok(()),
-                None => {
-                    self.key(name, first);
-                    self.out.extend_from_slice(b"null");
-                    Ok(())
-                }
-                Some(_) => {
-                    self.key(name, first);
-                    self.present(ty, vals)
-                }
-            },
-            Ty::Msg(id) => {
-                let m = &self.schema.messages[*id];
-                if m.special == Special::WrapSlice {
-                    let items = self.wrapped_items(m, vals)?;
-                    if omitempty && items == 0 {
-                        return Ok(());
-                    }
-                }
-                self.key(name, first);
-                self.message(*id, &segments(vals))
-            }
-            Ty::Str | Ty::Bool | Ty::I32 | Ty::I64 | Ty::F64 => {
-                if omitempty && last.is_none_or(|v| scalar_is_zero(ty, v)) {
-                    return Ok(());
-                }
-                self.key(name, first);
-                match last {
-                    Some(v) => self.scalar(ty, v),
-                    None => {
-                        self.zero_scalar(ty);
-                        Ok(())
-                    }
-                }
-            }
+        match s {
+            Slot::Null => self.out.extend_from_slice(b"null"),
+            Slot::Zero(ty) => self.zero_scalar(ty),
+            Slot::Scalar(ty, v) => self.scalar(ty, v)?,
+            Slot::Elements(inner) => self.elements(inner, vals)?,
+            Slot::Map(inner) => self.map(inner, vals)?,
+            Slot::Present(inner) => self.present(inner, vals)?,
+            Slot::Message(id) => self.message(id, Segs::of(vals).as_slice())?,
         }
-    }
-
-    fn wrapped_items(
-        &self,
-        m: &Message,
-        vals: &[(usize, WireVal<'_>)],
-    ) -> Result<usize, ProtobufError> {
-        let e = self.collect(m, &segments(vals))?;
-        Ok(e.len())
+        Ok(())
     }
 
     fn zero_scalar(&mut self, ty: &Ty) {
@@ -247,7 +150,7 @@ impl<'s> Decoder<'s> {
     /// Writes a value known to be present (a non-nil pointer's target, a map value).
     fn present(&mut self, ty: &'s Ty, vals: &[(usize, WireVal<'_>)]) -> Result<(), ProtobufError> {
         match ty {
-            Ty::Msg(id) => self.message(*id, &segments(vals)),
+            Ty::Msg(id) => self.message(*id, Segs::of(vals).as_slice()),
             _ => match vals.last() {
                 Some((_, v)) => self.scalar(ty, *v),
                 None => Err(self.err("missing value")),
@@ -276,30 +179,6 @@ impl<'s> Decoder<'s> {
             _ => return Err(self.err("value does not match the field's type")),
         }
         Ok(())
-    }
-
-    /// The number of elements of a repeated field (packed numbers counted inside).
-    fn count(&self, inner: &Ty, vals: &[(usize, WireVal<'_>)]) -> Result<usize, ProtobufError> {
-        let mut n = 0;
-        for (_, v) in vals {
-            match (inner, v) {
-                (Ty::I32 | Ty::I64 | Ty::Bool, WireVal::Bytes(b)) => {
-                    let mut pos = 0;
-                    while pos < b.len() {
-                        read_varint(b, &mut pos).map_err(|e| self.err(e))?;
-                        n += 1;
-                    }
-                }
-                (Ty::F64, WireVal::Bytes(b)) => {
-                    if b.len() % 8 != 0 {
-                        return Err(self.err("packed fixed64 length is not a multiple of 8"));
-                    }
-                    n += b.len() / 8;
-                }
-                _ => n += 1,
-            }
-        }
-        Ok(n)
     }
 
     fn elements(
@@ -357,31 +236,7 @@ impl<'s> Decoder<'s> {
     }
 
     fn map(&mut self, inner: &'s Ty, vals: &[(usize, WireVal<'_>)]) -> Result<(), ProtobufError> {
-        let mut entries: Vec<(&[u8], Option<WireVal<'_>>)> = Vec::with_capacity(vals.len());
-        for (_, v) in vals {
-            let WireVal::Bytes(entry) = v else {
-                return Err(self.err("map entry is not length-delimited"));
-            };
-            let (mut key, mut value): (&[u8], Option<WireVal<'_>>) = (b"", None);
-            for item in Fields::new(entry) {
-                match item.map_err(|e| self.err(e))? {
-                    (1, WireVal::Bytes(k)) => key = k,
-                    (2, v) => {
-                        if !wire_fits(inner, &v) {
-                            return Err(self.err("map value has the wrong wire type"));
-                        }
-                        value = Some(v);
-                    }
-                    (1, _) => return Err(self.err("map key has the wrong wire type")),
-                    _ => {}
-                }
-            }
-            entries.push((key, value));
-        }
-        // Later entries win for a repeated key, as they do in Go's map.
-        entries.reverse();
-        entries.sort_by(|a, b| a.0.cmp(b.0));
-        entries.dedup_by(|a, b| a.0 == b.0);
+        let entries = map_entries(inner, vals).map_err(|e| self.err(e))?;
         self.out.push(b'{');
         for (i, (k, v)) in entries.iter().enumerate() {
             self.sep(i);
@@ -389,18 +244,10 @@ impl<'s> Decoder<'s> {
             self.out.push(b':');
             self.path
                 .push(Step::Key(String::from_utf8_lossy(k).into_owned()));
+            let empty_wrapped =
+                is_empty_wrapped(self.schema, inner, *v).map_err(|e| self.err(e))?;
             match (inner, v) {
-                // Go's map decoding starts each value from `&T{}`: for a named slice
-                // (ExtraValue) that is an empty, non-nil slice: `[]`, not null.
-                (Ty::Msg(id), v)
-                    if self.schema.messages[*id].special == Special::WrapSlice
-                        && self.wrapped_items(
-                            &self.schema.messages[*id],
-                            &v.map(|v| (0, v)).into_iter().collect::<Vec<_>>(),
-                        )? == 0 =>
-                {
-                    self.out.extend_from_slice(b"[]");
-                }
+                _ if empty_wrapped => self.out.extend_from_slice(b"[]"),
                 (Ty::Msg(id), Some(WireVal::Bytes(b))) => self.message(*id, &[b])?,
                 (Ty::Msg(id), None) => self.message(*id, &[])?,
                 // A missing []byte value is Go's mapvalue := []byte{}: "".
@@ -435,195 +282,24 @@ impl<'s> Decoder<'s> {
                 self.fields(m, &entries, None, &mut first)?;
                 self.out.push(b'}');
             }
-            Special::Time | Special::MicroTime => self.time(m.special, segs)?,
-            Special::Quantity => {
-                let mut text: &[u8] = b"0";
-                // Quantity.Unmarshal parses each field 1 it sees; the last one stays.
-                for seg in segs {
-                    for item in Fields::new(seg) {
-                        if let (1, v) = item.map_err(|e| self.err(e))? {
-                            let WireVal::Bytes(b) = v else {
-                                return Err(self.err("quantity string has the wrong wire type"));
-                            };
-                            text = b;
-                        }
-                    }
+            _ => match interpret(m, segs).map_err(|e| self.err(e))? {
+                SpecialValue::Null => self.out.extend_from_slice(b"null"),
+                SpecialValue::Quoted(text) => self.out.extend_from_slice(&text),
+                SpecialValue::Text(s) => write_str(&mut self.out, s.as_bytes()),
+                SpecialValue::Str(b) => write_str(&mut self.out, b),
+                SpecialValue::Int(v) => write_int(&mut self.out, v),
+                SpecialValue::Bool(b) => {
+                    self.out
+                        .extend_from_slice(if b { b"true" } else { b"false" })
                 }
-                let s = std::str::from_utf8(text).map_err(|_| self.err("quantity is not UTF-8"))?;
-                let canonical = quantity::canonical(s).map_err(|e| self.err(e))?;
-                write_str(&mut self.out, canonical.as_bytes());
-            }
-            Special::Duration => {
-                let e = self.collect(m, segs)?;
-                let n = e.last().map_or(0, |v| match v.1 {
-                    WireVal::Varint(x) => x as i64,
-                    _ => 0,
-                });
-                write_duration(&mut self.out, n);
-            }
-            Special::IntOrString => {
-                let e = self.collect(m, segs)?;
-                let get = |tag: u32| {
-                    let idx = m.field_for_tag(tag)?;
-                    e.iter().rev().find(|x| x.0 == idx).map(|x| x.1)
-                };
-                match get(1) {
-                    None | Some(WireVal::Varint(0)) => {
-                        let v = match get(2) {
-                            Some(WireVal::Varint(x)) => x as i32,
-                            _ => 0,
-                        };
-                        write_int(&mut self.out, i64::from(v));
-                    }
-                    Some(WireVal::Varint(1)) => match get(3) {
-                        Some(WireVal::Bytes(b)) => write_str(&mut self.out, b),
-                        _ => self.out.extend_from_slice(b"\"\""),
-                    },
-                    Some(_) => return Err(self.err("impossible IntOrString.Type")),
+                SpecialValue::Raw(b) => {
+                    write_compact(&mut self.out, b).map_err(|e| self.err(e))?;
                 }
-            }
-            Special::RawJson | Special::Json => {
-                let e = self.collect(m, segs)?;
-                let raw = e.last().and_then(|v| match v.1 {
-                    WireVal::Bytes(b) => Some(b),
-                    _ => None,
-                });
-                match raw {
-                    None => self.out.extend_from_slice(b"null"),
-                    Some([]) if m.special == Special::Json => self.out.extend_from_slice(b"null"),
-                    Some(b) => write_compact(&mut self.out, b).map_err(|e| self.err(e))?,
-                }
-            }
-            Special::OrBool | Special::OrArray | Special::OrStringArray => {
-                self.schema_or(m, segs)?;
-            }
-            Special::WrapSlice => {
-                let e = self.collect(m, segs)?;
-                let Some(f) = m.tagged(1) else {
-                    return Err(self.err("wrapped slice without items"));
-                };
-                if e.is_empty() {
-                    self.out.extend_from_slice(b"null");
-                } else if let Ty::Slice(inner) = &f.ty {
-                    self.elements(inner, &e)?;
-                }
-            }
+                SpecialValue::Present(ty, vals) => self.present(ty, &vals)?,
+                SpecialValue::Elements(inner, vals) => self.elements(inner, &vals)?,
+            },
         }
         self.depth -= 1;
         Ok(())
-    }
-
-    fn time(&mut self, special: Special, segs: &[&[u8]]) -> Result<(), ProtobufError> {
-        // Time.Unmarshal replaces the value each time: the last segment is the value.
-        let Some(seg) = segs.last().filter(|s| !s.is_empty()) else {
-            self.out.extend_from_slice(b"null");
-            return Ok(());
-        };
-        let (mut secs, mut nanos) = (0i64, 0i64);
-        for item in Fields::new(seg) {
-            match item.map_err(|e| self.err(e))? {
-                (1, WireVal::Varint(x)) => secs = x as i64,
-                (2, WireVal::Varint(x)) => nanos = i64::from(x as i32),
-                (1 | 2, _) => return Err(self.err("timestamp field has the wrong wire type")),
-                _ => {}
-            }
-        }
-        if special == Special::Time {
-            nanos = 0;
-        } else {
-            // Duration.Truncate(time.Microsecond) rounds toward zero; time.Unix then
-            // normalises a negative remainder into the seconds.
-            nanos -= nanos % 1000;
-            secs = secs
-                .checked_add(nanos.div_euclid(1_000_000_000))
-                .ok_or_else(|| self.err("timestamp out of range"))?;
-            nanos = nanos.rem_euclid(1_000_000_000);
-        }
-        if secs == ZERO_TIME_UNIX && nanos == 0 {
-            self.out.extend_from_slice(b"null");
-            return Ok(());
-        }
-        let micros = (special == Special::MicroTime).then_some((nanos / 1000) as u32);
-        write_rfc3339(&mut self.out, secs, micros);
-        Ok(())
-    }
-
-    /// JSONSchemaPropsOrBool / OrArray / OrStringArray: schema-or-something JSON.
-    fn schema_or(&mut self, m: &'s Message, segs: &[&[u8]]) -> Result<(), ProtobufError> {
-        let e = self.collect(m, segs)?;
-        let (schema_tag, other_tag) = if m.special == Special::OrBool {
-            (2, 1)
-        } else {
-            (1, 2)
-        };
-        let (Some(si), Some(oi)) = (m.field_for_tag(schema_tag), m.field_for_tag(other_tag)) else {
-            return Err(self.err(format!("{} lacks its fields", m.name)));
-        };
-        let schema_vals: Vec<_> = e.iter().filter(|x| x.0 == si).copied().collect();
-        let other: Vec<_> = e.iter().filter(|x| x.0 == oi).copied().collect();
-        let schema_ty = match &m.fields[si].ty {
-            Ty::Ptr(inner) => &**inner,
-            t => t,
-        };
-        match m.special {
-            Special::OrBool => {
-                if !schema_vals.is_empty() {
-                    self.present(schema_ty, &schema_vals)?;
-                } else {
-                    let allows = matches!(other.last(), Some((_, WireVal::Varint(x))) if *x != 0);
-                    self.out
-                        .extend_from_slice(if allows { b"true" } else { b"false" });
-                }
-            }
-            _ => {
-                let Ty::Slice(inner) = &m.fields[oi].ty else {
-                    return Err(self.err(format!("{} lacks its list", m.name)));
-                };
-                if self.count(inner, &other)? > 0 {
-                    self.elements(inner, &other)?;
-                } else if !schema_vals.is_empty() {
-                    self.present(schema_ty, &schema_vals)?;
-                } else {
-                    self.out.extend_from_slice(b"null");
-                }
-            }
-        }
-        Ok(())
-    }
-}
-
-fn segments<'a>(vals: &[(usize, WireVal<'a>)]) -> Vec<&'a [u8]> {
-    vals.iter()
-        .filter_map(|v| match v.1 {
-            WireVal::Bytes(b) => Some(b),
-            _ => None,
-        })
-        .collect()
-}
-
-fn scalar_is_zero(ty: &Ty, v: WireVal<'_>) -> bool {
-    match (ty, v) {
-        (Ty::Str, WireVal::Bytes(b)) => b.is_empty(),
-        (Ty::Bool, WireVal::Varint(x)) => x == 0,
-        (Ty::I32, WireVal::Varint(x)) => x as i32 == 0,
-        (Ty::I64, WireVal::Varint(x)) => x == 0,
-        (Ty::F64, WireVal::Fixed64(x)) => f64::from_bits(x) == 0.0,
-        _ => false,
-    }
-}
-
-/// Whether a wire value can be this type (Go's generated code errors otherwise).
-fn wire_fits(ty: &Ty, v: &WireVal<'_>) -> bool {
-    match ty {
-        Ty::Ptr(inner) => wire_fits(inner, v),
-        Ty::Slice(inner) => match **inner {
-            Ty::I32 | Ty::I64 | Ty::Bool | Ty::F64 => {
-                matches!(v, WireVal::Bytes(_)) || wire_fits(inner, v)
-            }
-            _ => wire_fits(inner, v),
-        },
-        Ty::Str | Ty::Bytes | Ty::Msg(_) | Ty::Map(_) => matches!(v, WireVal::Bytes(_)),
-        Ty::Bool | Ty::I32 | Ty::I64 => matches!(v, WireVal::Varint(_)),
-        Ty::F64 => matches!(v, WireVal::Fixed64(_)),
     }
 }

@@ -16,11 +16,8 @@ pub(crate) struct Envelope<'a> {
     pub(crate) raw: &'a [u8],
 }
 
-fn bad(reason: impl Into<String>) -> ProtobufError {
-    ProtobufError::Envelope(reason.into())
-}
-
-/// Splits stored bytes into their envelope parts.
+/// Splits stored bytes into their envelope parts. A fault after the typeMeta was
+/// read names the kind in it.
 pub(crate) fn parse(stored: &[u8]) -> Result<Envelope<'_>, ProtobufError> {
     let body = stored
         .strip_prefix(&PROTOBUF_MAGIC[..])
@@ -30,21 +27,44 @@ pub(crate) fn parse(stored: &[u8]) -> Result<Envelope<'_>, ProtobufError> {
         kind: b"",
         raw: b"",
     };
+    let mut type_meta_read = false;
+    let bad = |env: &Envelope<'_>, read: bool, reason: String| {
+        let text =
+            |b: &[u8]| (read && !b.is_empty()).then(|| String::from_utf8_lossy(b).into_owned());
+        ProtobufError::Envelope {
+            api_version: text(env.api_version),
+            kind: text(env.kind),
+            reason,
+        }
+    };
     for item in Fields::new(body) {
-        match item.map_err(bad)? {
+        match item.map_err(|e| bad(&env, type_meta_read, e))? {
             (1, WireVal::Bytes(tm)) => {
                 for f in Fields::new(tm) {
-                    match f.map_err(bad)? {
+                    match f.map_err(|e| bad(&env, type_meta_read, e))? {
                         (1, WireVal::Bytes(v)) => env.api_version = v,
                         (2, WireVal::Bytes(v)) => env.kind = v,
-                        (1 | 2, _) => return Err(bad("typeMeta field has the wrong wire type")),
+                        (1 | 2, _) => {
+                            return Err(bad(
+                                &env,
+                                type_meta_read,
+                                "typeMeta field has the wrong wire type".into(),
+                            ));
+                        }
                         _ => {}
                     }
                 }
+                type_meta_read = true;
             }
             (2, WireVal::Bytes(raw)) => env.raw = raw,
             (3 | 4, WireVal::Bytes(_)) => {}
-            (1..=4, _) => return Err(bad("field has the wrong wire type")),
+            (1..=4, _) => {
+                return Err(bad(
+                    &env,
+                    type_meta_read,
+                    "field has the wrong wire type".into(),
+                ));
+            }
             _ => {}
         }
     }

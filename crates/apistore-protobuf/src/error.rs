@@ -9,8 +9,18 @@ pub enum ProtobufError {
     #[error("not kube protobuf: the value does not start with the k8s\\0 magic")]
     NotProtobuf,
     /// The runtime.Unknown envelope around the object is malformed.
-    #[error("malformed runtime.Unknown envelope: {0}")]
-    Envelope(String),
+    #[error(
+        "malformed runtime.Unknown envelope{}: {reason}",
+        of_kind(api_version, kind)
+    )]
+    Envelope {
+        /// The apiVersion in the envelope's typeMeta, if it was read before the fault.
+        api_version: Option<String>,
+        /// The kind in the envelope's typeMeta, if it was read before the fault.
+        kind: Option<String>,
+        /// What was wrong.
+        reason: String,
+    },
     /// The apiVersion/kind is not one the embedded schema knows.
     #[error(
         "unknown kind {kind:?} in apiVersion {api_version:?}: the k8s 1.31 protobuf schema has no such built-in kind (store it as JSON)"
@@ -29,6 +39,17 @@ pub enum ProtobufError {
         /// The field path, `.` for the object itself.
         path: String,
         /// What was wrong.
+        reason: String,
+    },
+    /// The protobuf is well formed but the target type refused a value (a missing
+    /// field, a type mismatch): what `serde_json` would say reading the same JSON.
+    #[error("deserializing {kind} at {path}: {reason}")]
+    Deserialize {
+        /// The kind being decoded.
+        kind: String,
+        /// The field path, `.` for the object itself.
+        path: String,
+        /// What the target type said.
         reason: String,
     },
     /// The JSON could not be encoded as the kind's protobuf.
@@ -57,6 +78,16 @@ pub enum ProtobufError {
         /// What was wrong.
         reason: String,
     },
+}
+
+/// ` of Pod in v1` for an envelope whose typeMeta was read, else nothing.
+fn of_kind(api_version: &Option<String>, kind: &Option<String>) -> String {
+    match (api_version.as_deref(), kind.as_deref()) {
+        (Some(av), Some(k)) => format!(" of {k:?} in {av:?}"),
+        (None, Some(k)) => format!(" of {k:?}"),
+        (Some(av), None) => format!(" in {av:?}"),
+        (None, None) => String::new(),
+    }
 }
 
 /// The crate's result type.

@@ -61,7 +61,7 @@ pub(crate) fn write_str(out: &mut Vec<u8>, s: &[u8]) {
 
 /// The length of the valid UTF-8 sequence at the start of `s` (first byte >= 0x80),
 /// or `None` if it is invalid there.
-fn utf8_len(s: &[u8]) -> Option<usize> {
+pub(crate) fn utf8_len(s: &[u8]) -> Option<usize> {
     let n = match s[0] {
         0xc2..=0xdf => 2,
         0xe0..=0xef => 3,
@@ -128,27 +128,7 @@ pub(crate) fn write_int(out: &mut Vec<u8>, v: i64) {
 /// it copies a `MarshalJSON` result: insignificant whitespace removed, `<`, `>`, `&`,
 /// U+2028 and U+2029 escaped. Fails, as Go does, if the text is not one valid JSON value.
 pub(crate) fn write_compact(out: &mut Vec<u8>, raw: &[u8]) -> Result<(), String> {
-    let start = out.len();
-    let mut v = Validator {
-        s: raw,
-        pos: 0,
-        depth: 0,
-    };
-    let r = v.value().and_then(|()| {
-        v.ws();
-        if v.pos == raw.len() {
-            Ok(())
-        } else {
-            Err(format!(
-                "invalid character after top-level value at offset {}",
-                v.pos
-            ))
-        }
-    });
-    if let Err(e) = r {
-        out.truncate(start);
-        return Err(format!("json: error calling MarshalJSON: {e}"));
-    }
+    validate(raw)?;
     let mut in_str = false;
     let mut i = 0;
     while i < raw.len() {
@@ -195,6 +175,28 @@ pub(crate) fn write_compact(out: &mut Vec<u8>, raw: &[u8]) -> Result<(), String>
         i += 1;
     }
     Ok(())
+}
+
+/// Checks raw JSON as Go does before copying a `MarshalJSON` result: one valid JSON
+/// value (Go's grammar), nothing after it but whitespace.
+pub(crate) fn validate(raw: &[u8]) -> Result<(), String> {
+    let mut v = Validator {
+        s: raw,
+        pos: 0,
+        depth: 0,
+    };
+    let r = v.value().and_then(|()| {
+        v.ws();
+        if v.pos == raw.len() {
+            Ok(())
+        } else {
+            Err(format!(
+                "invalid character after top-level value at offset {}",
+                v.pos
+            ))
+        }
+    });
+    r.map_err(|e| format!("json: error calling MarshalJSON: {e}"))
 }
 
 /// A JSON syntax checker with Go's grammar (what its scanner accepts).

@@ -31,6 +31,7 @@
 //! generated `Unmarshal` skips them.
 
 mod codec;
+mod de;
 mod decode;
 mod encode;
 mod envelope;
@@ -39,7 +40,9 @@ mod json_read;
 mod json_write;
 mod quantity;
 mod schema;
+mod special;
 mod time;
+mod walk;
 mod wire;
 
 #[cfg(test)]
@@ -87,6 +90,28 @@ impl KubeProtobuf {
     /// Decodes stored bytes (`k8s\0` envelope) into the JSON Go's `json.Marshal`
     /// writes for the object (kube's JSON serializer output minus its newline).
     pub fn decode_to_json(&self, stored: &[u8]) -> Result<Vec<u8>> {
+        let (av, kind_name, m, raw) = self.open(stored)?;
+        let mut dec = decode::Decoder::new(&self.schema, kind_name, raw.len());
+        dec.object(m, raw, av)?;
+        Ok(dec.out)
+    }
+
+    /// Decodes stored bytes straight into any serde type, with no JSON text in
+    /// between: `T` sees exactly the values `serde_json` would read from
+    /// [`decode_to_json`](Self::decode_to_json)'s output, so
+    /// `decode::<T>(b)` equals `serde_json::from_slice::<T>(&decode_to_json(b)?)`
+    /// (errors aside: a value `T` refuses is [`ProtobufError::Deserialize`]).
+    /// Strings valid as UTF-8 are borrowed from `stored`.
+    pub fn decode<'de, T: serde::Deserialize<'de>>(&'de self, stored: &'de [u8]) -> Result<T> {
+        let (av, kind_name, m, raw) = self.open(stored)?;
+        de::deserialize(&self.schema, kind_name, m, raw, av)
+    }
+
+    /// The envelope's apiVersion, the kind's name and message, and the object's bytes.
+    fn open<'a>(
+        &'a self,
+        stored: &'a [u8],
+    ) -> Result<(&'a str, &'a str, &'a schema::Message, &'a [u8])> {
         let env = envelope::parse(stored)?;
         let unknown = || ProtobufError::UnknownKind {
             api_version: String::from_utf8_lossy(env.api_version).into_owned(),
@@ -99,9 +124,7 @@ impl KubeProtobuf {
             return Err(unknown());
         };
         let (kind_name, m) = self.schema.kind_entry(av, kind).ok_or_else(unknown)?;
-        let mut dec = decode::Decoder::new(&self.schema, kind_name, env.raw.len());
-        dec.object(m, env.raw, av)?;
-        Ok(dec.out)
+        Ok((av, kind_name, m, env.raw))
     }
 
     /// Encodes JSON text (any key order) into the bytes kube-apiserver stores.

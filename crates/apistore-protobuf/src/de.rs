@@ -1,0 +1,876 @@
+//! Protobuf -> any serde type, with no JSON text in between: a `serde::Deserializer`
+//! that walks an object's protobuf with the schema and presents exactly the values
+//! the JSON `decode.rs` writes would parse to (`serde_json`'s view of that text).
+//!
+//! Same field names in Go declaration order, the same `omitempty` and `null` rules,
+//! inline structs flattened, the special types in their JSON forms (times, durations
+//! and Quantities as strings, IntOrString as a number or a string, raw JSON parsed
+//! with `serde_json`, `[]byte` as base64), map keys sorted, invalid UTF-8 replaced per
+//! byte as Go does. Which fields appear and what they hold comes from `walk.rs` and
+//! `special.rs`, the same answers the JSON writer follows. Numbers are presented as
+//! `serde_json` reads them back: non-negative integers as u64, floats through Go's
+//! formatting (so `2.0` is the integer 2, as the text `2` is).
+//!
+//! Strings are borrowed from the stored bytes where they are valid UTF-8, so a
+//! visitor that keeps borrowed strings (serde's buffering for `#[serde(flatten)]`)
+//! copies nothing twice. Errors name the kind and the field path.
+
+use std::borrow::Cow;
+use std::fmt;
+
+use base64::Engine as _;
+use serde::de::value::BorrowedStrDeserializer;
+use serde::de::{self, DeserializeSeed, IntoDeserializer, MapAccess, SeqAccess, Visitor};
+
+use crate::error::{ProtobufError, Step, format_path};
+use crate::json_write::{utf8_len, validate, write_f64};
+use crate::schema::{Message, Schema, Special, Ty};
+use crate::special::{SpecialValue, interpret};
+use crate::walk::{
+    Entries, MAX_DEPTH, MapEntries, Segs, Slot, collect, is_empty_wrapped, map_entries, slot,
+};
+use crate::wire::{WireVal, read_varint};
+
+/// Deserializes the top-level object of kind `kind` (message `m`, protobuf `raw`),
+/// with kind and apiVersion from the envelope.
+pub(crate) fn deserialize<'de, T: de::Deserialize<'de>>(
+    schema: &'de Schema,
+    kind: &'de str,
+    m: &'de Message,
+    raw: &'de [u8],
+    api_version: &'de str,
+) -> Result<T, ProtobufError> {
+    let ctx = Ctx { schema, kind };
+    let root = Path {
+        parent: None,
+        step: PathStep::Root,
+    };
+    let de = ValueDe {
+        ctx: &ctx,
+        path: &root,
+        depth: 0,
+        val: Val::Top(m, raw, api_version),
+    };
+    T::deserialize(de).map_err(|e| e.into_protobuf(kind))
+}
+
+struct Ctx<'de> {
+    schema: &'de Schema,
+    kind: &'de str,
+}
+
+impl Ctx<'_> {
+    fn err(&self, path: &Path<'_>, reason: impl Into<String>) -> DeError {
+        DeError::Protobuf(ProtobufError::Decode {
+            kind: self.kind.to_string(),
+            path: path.format(),
+            reason: reason.into(),
+        })
+    }
+}
+
+/// The field path, as a chain of stack frames' steps; formatted only for errors.
+struct Path<'p> {
+    parent: Option<&'p Self>,
+    step: PathStep<'p>,
+}
+
+#[derive(Clone, Copy)]
+enum PathStep<'p> {
+    Root,
+    Field(&'p str),
+    Index(usize),
+    Key(&'p [u8]),
+}
+
+impl<'p> Path<'p> {
+    fn child(&'p self, step: PathStep<'p>) -> Self {
+        Self {
+            parent: Some(self),
+            step,
+        }
+    }
+
+    fn format(&self) -> String {
+        let mut steps = Vec::new();
+        let mut at = Some(self);
+        while let Some(p) = at {
+            match p.step {
+                PathStep::Root => {}
+                PathStep::Field(f) => steps.push(Step::Field(f)),
+                PathStep::Index(i) => steps.push(Step::Index(i)),
+                PathStep::Key(k) => steps.push(Step::Key(String::from_utf8_lossy(k).into_owned())),
+            }
+            at = p.parent;
+        }
+        steps.reverse();
+        format_path(&steps)
+    }
+}
+
+/// The deserializer's error: a protobuf error already naming kind and path, or a
+/// visitor's own complaint (a missing field, a wrong type) that gets the path of the
+/// innermost value it came out of.
+#[derive(Debug)]
+pub(crate) enum DeError {
+    Protobuf(ProtobufError),
+    Custom {
+        reason: String,
+        path: Option<String>,
+    },
+}
+
+impl DeError {
+    fn at(self, path: &Path<'_>) -> Self {
+        match self {
+            Self::Custom { reason, path: None } => Self::Custom {
+                reason,
+                path: Some(path.format()),
+            },
+            e => e,
+        }
+    }
+
+    fn into_protobuf(self, kind: &str) -> ProtobufError {
+        match self {
+            Self::Protobuf(e) => e,
+            Self::Custom { reason, path } => ProtobufError::Deserialize {
+                kind: kind.to_string(),
+                path: path.unwrap_or_else(|| ".".into()),
+                reason,
+            },
+        }
+    }
+}
+
+impl fmt::Display for DeError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Protobuf(e) => e.fmt(f),
+            Self::Custom { reason, path } => match path {
+                Some(p) => write!(f, "at {p}: {reason}"),
+                None => f.write_str(reason),
+            },
+        }
+    }
+}
+
+impl std::error::Error for DeError {}
+
+impl de::Error for DeError {
+    fn custom<T: fmt::Display>(msg: T) -> Self {
+        Self::Custom {
+            reason: msg.to_string(),
+            path: None,
+        }
+    }
+}
+
+fn json_err(e: &serde_json::Error) -> DeError {
+    DeError::Custom {
+        reason: e.to_string(),
+        path: None,
+    }
+}
+
+/// One value, as the JSON text would hold it.
+enum Val<'de, 'v> {
+    /// The top-level object: its message, protobuf and the envelope's apiVersion.
+    Top(&'de Message, &'de [u8], &'de str),
+    Null,
+    /// Go string bytes (invalid UTF-8 becomes U+FFFD per byte, as Go writes it).
+    Str(&'de [u8]),
+    /// A string from the schema or the envelope.
+    Name(&'de str),
+    Owned(String),
+    Bool(bool),
+    Int(i64),
+    F64(f64),
+    /// `[]byte`: a base64 string.
+    Bytes(&'de [u8]),
+    /// Raw JSON (RawExtension, FieldsV1, apiextensions JSON), still to validate.
+    Raw(&'de [u8]),
+    /// `[]` (an empty named slice as a map value).
+    EmptySeq,
+    /// A struct, or a special type, from its merged segments.
+    Message(usize, Segs<'de>),
+    Elements(&'de Ty, Cow<'v, [(usize, WireVal<'de>)]>),
+    Map(&'de Ty, &'v [(usize, WireVal<'de>)]),
+}
+
+fn zero<'de, 'v>(ty: &Ty) -> Val<'de, 'v> {
+    match ty {
+        Ty::Str => Val::Name(""),
+        Ty::Bool => Val::Bool(false),
+        _ => Val::Int(0),
+    }
+}
+
+fn scalar<'de, 'v>(ty: &Ty, v: WireVal<'de>) -> Result<Val<'de, 'v>, String> {
+    Ok(match (ty, v) {
+        (Ty::Str, WireVal::Bytes(b)) => Val::Str(b),
+        (Ty::Bytes, WireVal::Bytes(b)) => Val::Bytes(b),
+        (Ty::Bool, WireVal::Varint(x)) => Val::Bool(x != 0),
+        (Ty::I32, WireVal::Varint(x)) => Val::Int(i64::from(x as i32)),
+        (Ty::I64, WireVal::Varint(x)) => Val::Int(x as i64),
+        (Ty::F64, WireVal::Fixed64(x)) => Val::F64(f64::from_bits(x)),
+        _ => return Err("value does not match the field's type".into()),
+    })
+}
+
+fn present<'de, 'v>(ty: &Ty, vals: &[(usize, WireVal<'de>)]) -> Result<Val<'de, 'v>, String> {
+    match ty {
+        Ty::Msg(id) => Ok(Val::Message(*id, Segs::of(vals))),
+        _ => match vals.last() {
+            Some((_, v)) => scalar(ty, *v),
+            None => Err("missing value".into()),
+        },
+    }
+}
+
+fn from_slot<'de, 'v>(
+    s: Slot<'de, 'de>,
+    vals: &'v [(usize, WireVal<'de>)],
+) -> Result<Val<'de, 'v>, String> {
+    Ok(match s {
+        Slot::Null => Val::Null,
+        Slot::Zero(ty) => zero(ty),
+        Slot::Scalar(ty, v) => scalar(ty, v)?,
+        Slot::Elements(inner) => Val::Elements(inner, Cow::Borrowed(vals)),
+        Slot::Map(inner) => Val::Map(inner, vals),
+        Slot::Present(inner) => present(inner, vals)?,
+        Slot::Message(id) => Val::Message(id, Segs::of(vals)),
+    })
+}
+
+/// Go's JSON string for these bytes, as text: valid UTF-8 borrowed, each invalid
+/// byte replaced by U+FFFD (Go's `utf8.DecodeRune` view, not Rust's lossy one).
+fn go_string(b: &[u8]) -> Cow<'_, str> {
+    if let Ok(s) = std::str::from_utf8(b) {
+        return Cow::Borrowed(s);
+    }
+    let mut out = String::with_capacity(b.len() + 8);
+    let mut i = 0;
+    while i < b.len() {
+        if b[i] < 0x80 {
+            out.push(char::from(b[i]));
+            i += 1;
+            continue;
+        }
+        match utf8_len(&b[i..]).and_then(|n| Some((n, std::str::from_utf8(b.get(i..i + n)?).ok()?)))
+        {
+            Some((n, s)) => {
+                out.push_str(s);
+                i += n;
+            }
+            None => {
+                out.push('\u{fffd}');
+                i += 1;
+            }
+        }
+    }
+    Cow::Owned(out)
+}
+
+/// A deserializer for one value.
+struct ValueDe<'p, 'de> {
+    ctx: &'p Ctx<'de>,
+    path: &'p Path<'p>,
+    /// The message nesting depth of the value's container.
+    depth: usize,
+    val: Val<'de, 'p>,
+}
+
+impl<'p, 'de> ValueDe<'p, 'de> {
+    fn err(&self, reason: impl Into<String>) -> DeError {
+        self.ctx.err(self.path, reason)
+    }
+
+    /// Turns a special type into the value it stands for (a Time into its string, a
+    /// JSONSchemaPropsOrBool into a schema or a bool, ...).
+    fn resolve(mut self) -> Result<Self, DeError> {
+        while let Val::Message(id, segs) = &self.val {
+            let m = &self.ctx.schema.messages[*id];
+            if matches!(m.special, Special::None | Special::TypeMeta) {
+                break;
+            }
+            let depth = self.depth + 1;
+            if depth > MAX_DEPTH {
+                return Err(self.err(format!("messages nested deeper than {MAX_DEPTH}")));
+            }
+            let sv = interpret(m, segs.as_slice()).map_err(|e| self.err(e))?;
+            let val = match sv {
+                SpecialValue::Null => Val::Null,
+                SpecialValue::Quoted(text) => {
+                    let inner = text
+                        .get(1..text.len().saturating_sub(1))
+                        .unwrap_or_default();
+                    match std::str::from_utf8(inner) {
+                        Ok(s) => Val::Owned(s.to_string()),
+                        Err(_) => return Err(self.err("special value is not UTF-8")),
+                    }
+                }
+                SpecialValue::Text(Cow::Borrowed(s)) => Val::Name(s),
+                SpecialValue::Text(Cow::Owned(s)) => Val::Owned(s),
+                SpecialValue::Str(b) => Val::Str(b),
+                SpecialValue::Int(i) => Val::Int(i),
+                SpecialValue::Bool(b) => Val::Bool(b),
+                SpecialValue::Raw(b) => Val::Raw(b),
+                SpecialValue::Present(ty, vals) => present(ty, &vals).map_err(|e| self.err(e))?,
+                SpecialValue::Elements(inner, vals) => Val::Elements(inner, Cow::Owned(vals)),
+            };
+            self.depth = depth;
+            self.val = val;
+        }
+        Ok(self)
+    }
+
+    fn raw_json(&self, b: &[u8]) -> Result<(), DeError> {
+        validate(b).map_err(|e| self.err(e))
+    }
+}
+
+impl<'de> de::Deserializer<'de> for ValueDe<'_, 'de> {
+    type Error = DeError;
+
+    fn deserialize_any<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, DeError> {
+        let de = self.resolve()?;
+        let (ctx, path, depth) = (de.ctx, de.path, de.depth);
+        match de.val {
+            Val::Top(m, raw, av) => {
+                let entries = collect(m, &[raw]).map_err(|e| ctx.err(path, e))?;
+                visitor.visit_map(StructAccess::new(
+                    ctx,
+                    path,
+                    depth,
+                    m,
+                    entries,
+                    Some((ctx.kind, av)),
+                ))
+            }
+            Val::Null => visitor.visit_unit(),
+            Val::Str(b) => match go_string(b) {
+                Cow::Borrowed(s) => visitor.visit_borrowed_str(s),
+                Cow::Owned(s) => visitor.visit_string(s),
+            },
+            Val::Name(s) => visitor.visit_borrowed_str(s),
+            Val::Owned(s) => visitor.visit_string(s),
+            Val::Bool(b) => visitor.visit_bool(b),
+            Val::Int(i) => match u64::try_from(i) {
+                Ok(u) => visitor.visit_u64(u),
+                Err(_) => visitor.visit_i64(i),
+            },
+            Val::F64(f) => {
+                // The number serde_json reads from Go's text for it: `2` is an integer.
+                let mut text = Vec::with_capacity(24);
+                write_f64(&mut text, f).map_err(|e| ctx.err(path, e))?;
+                let n: serde_json::Number =
+                    serde_json::from_slice(&text).map_err(|e| ctx.err(path, e.to_string()))?;
+                if let Some(u) = n.as_u64() {
+                    visitor.visit_u64(u)
+                } else if let Some(i) = n.as_i64() {
+                    visitor.visit_i64(i)
+                } else {
+                    visitor.visit_f64(n.as_f64().unwrap_or(f))
+                }
+            }
+            Val::Bytes(b) => {
+                visitor.visit_string(base64::engine::general_purpose::STANDARD.encode(b))
+            }
+            Val::Raw(b) => {
+                validate(b).map_err(|e| ctx.err(path, e))?;
+                let mut json = serde_json::Deserializer::from_slice(b);
+                let v = de::Deserializer::deserialize_any(&mut json, visitor)
+                    .map_err(|e| json_err(&e))?;
+                json.end().map_err(|e| json_err(&e))?;
+                Ok(v)
+            }
+            Val::EmptySeq => visitor.visit_seq(ElementsAccess {
+                ctx,
+                path,
+                depth,
+                inner: &Ty::Str,
+                vals: Cow::Borrowed(&[]),
+                i: 0,
+                pos: 0,
+                idx: 0,
+            }),
+            Val::Message(id, segs) => {
+                let depth = depth + 1;
+                if depth > MAX_DEPTH {
+                    return Err(ctx.err(path, format!("messages nested deeper than {MAX_DEPTH}")));
+                }
+                let m = &ctx.schema.messages[id];
+                let entries = collect(m, segs.as_slice()).map_err(|e| ctx.err(path, e))?;
+                visitor.visit_map(StructAccess::new(ctx, path, depth, m, entries, None))
+            }
+            Val::Elements(inner, vals) => visitor.visit_seq(ElementsAccess {
+                ctx,
+                path,
+                depth,
+                inner,
+                vals,
+                i: 0,
+                pos: 0,
+                idx: 0,
+            }),
+            Val::Map(inner, vals) => {
+                let entries = map_entries(inner, vals).map_err(|e| ctx.err(path, e))?;
+                visitor.visit_map(MapEntriesAccess {
+                    ctx,
+                    path,
+                    depth,
+                    inner,
+                    entries,
+                    i: 0,
+                })
+            }
+        }
+    }
+
+    fn deserialize_option<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, DeError> {
+        let de = self.resolve()?;
+        match de.val {
+            Val::Null => visitor.visit_none(),
+            Val::Raw(b) => {
+                de.raw_json(b)?;
+                let mut json = serde_json::Deserializer::from_slice(b);
+                let v = de::Deserializer::deserialize_option(&mut json, visitor)
+                    .map_err(|e| json_err(&e))?;
+                json.end().map_err(|e| json_err(&e))?;
+                Ok(v)
+            }
+            _ => visitor.visit_some(de),
+        }
+    }
+
+    fn deserialize_newtype_struct<V: Visitor<'de>>(
+        self,
+        _name: &'static str,
+        visitor: V,
+    ) -> Result<V::Value, DeError> {
+        visitor.visit_newtype_struct(self)
+    }
+
+    fn deserialize_enum<V: Visitor<'de>>(
+        self,
+        name: &'static str,
+        variants: &'static [&'static str],
+        visitor: V,
+    ) -> Result<V::Value, DeError> {
+        let de = self.resolve()?;
+        match de.val {
+            Val::Str(b) => match go_string(b) {
+                Cow::Borrowed(s) => visitor.visit_enum(BorrowedStrDeserializer::new(s)),
+                Cow::Owned(s) => visitor.visit_enum(s.into_deserializer()),
+            },
+            Val::Name(s) => visitor.visit_enum(BorrowedStrDeserializer::new(s)),
+            Val::Owned(s) => visitor.visit_enum(s.into_deserializer()),
+            Val::Raw(b) => {
+                de.raw_json(b)?;
+                let mut json = serde_json::Deserializer::from_slice(b);
+                let v = de::Deserializer::deserialize_enum(&mut json, name, variants, visitor)
+                    .map_err(|e| json_err(&e))?;
+                json.end().map_err(|e| json_err(&e))?;
+                Ok(v)
+            }
+            _ => de.deserialize_any(visitor),
+        }
+    }
+
+    serde::forward_to_deserialize_any! {
+        bool i8 i16 i32 i64 i128 u8 u16 u32 u64 u128 f32 f64 char str string
+        bytes byte_buf unit unit_struct seq tuple tuple_struct map struct
+        identifier ignored_any
+    }
+}
+
+/// One frame of a struct's fields: the struct itself, or an inline struct within it.
+struct Frame<'de> {
+    m: &'de Message,
+    entries: Entries<'de>,
+    /// The next field index to look at.
+    field: usize,
+    /// The first entry not yet consumed.
+    cursor: usize,
+}
+
+enum Pending<'de> {
+    Name(&'de str),
+    Field {
+        frame: usize,
+        start: usize,
+        end: usize,
+        name: &'de str,
+        slot: Slot<'de, 'de>,
+    },
+}
+
+/// A struct's fields as a JSON object's members: Go declaration order, inline structs
+/// flattened, fields Go leaves out skipped.
+struct StructAccess<'p, 'de> {
+    ctx: &'p Ctx<'de>,
+    path: &'p Path<'p>,
+    depth: usize,
+    frames: Vec<Frame<'de>>,
+    /// At the top level, (kind, apiVersion) until TypeMeta's place is reached.
+    type_meta: Option<(&'de str, &'de str)>,
+    /// (kind, apiVersion, how many written) while writing them.
+    writing_meta: Option<(&'de str, &'de str, u8)>,
+    pending: Option<Pending<'de>>,
+}
+
+impl<'p, 'de> StructAccess<'p, 'de> {
+    fn new(
+        ctx: &'p Ctx<'de>,
+        path: &'p Path<'p>,
+        depth: usize,
+        m: &'de Message,
+        entries: Entries<'de>,
+        type_meta: Option<(&'de str, &'de str)>,
+    ) -> Self {
+        let mut frames = Vec::with_capacity(2);
+        frames.push(Frame {
+            m,
+            entries,
+            field: 0,
+            cursor: 0,
+        });
+        Self {
+            ctx,
+            path,
+            depth,
+            frames,
+            type_meta,
+            writing_meta: None,
+            pending: None,
+        }
+    }
+}
+
+impl<'de> MapAccess<'de> for StructAccess<'_, 'de> {
+    type Error = DeError;
+
+    fn next_key_seed<K: DeserializeSeed<'de>>(
+        &mut self,
+        seed: K,
+    ) -> Result<Option<K::Value>, DeError> {
+        loop {
+            if let Some((kind, av, done)) = self.writing_meta {
+                let (name, value) = match done {
+                    0 => ("kind", kind),
+                    1 => ("apiVersion", av),
+                    _ => {
+                        self.writing_meta = None;
+                        continue;
+                    }
+                };
+                self.writing_meta = Some((kind, av, done + 1));
+                if !value.is_empty() {
+                    self.pending = Some(Pending::Name(value));
+                    return seed
+                        .deserialize(BorrowedStrDeserializer::new(name))
+                        .map(Some);
+                }
+                continue;
+            }
+            let Some(fi) = self.frames.len().checked_sub(1) else {
+                return Ok(None);
+            };
+            let frame = &mut self.frames[fi];
+            let Some(f) = frame.m.fields.get(frame.field) else {
+                self.frames.pop();
+                continue;
+            };
+            let i = frame.field;
+            frame.field += 1;
+            let start = frame.cursor;
+            while frame.entries.get(frame.cursor).is_some_and(|e| e.0 == i) {
+                frame.cursor += 1;
+            }
+            let end = frame.cursor;
+            if f.inline {
+                let Ty::Msg(child) = f.ty else {
+                    return Err(self.ctx.err(
+                        self.path,
+                        format!("inline field of non-struct type in {}", frame.m.name),
+                    ));
+                };
+                let cm = &self.ctx.schema.messages[child];
+                if cm.special == Special::TypeMeta {
+                    if fi == 0 {
+                        if let Some((kind, av)) = self.type_meta.take() {
+                            self.writing_meta = Some((kind, av, 0));
+                        }
+                    }
+                    continue;
+                }
+                if self.depth + fi + 1 > MAX_DEPTH {
+                    return Err(self.ctx.err(
+                        self.path,
+                        format!("messages nested deeper than {MAX_DEPTH}"),
+                    ));
+                }
+                let segs = Segs::of(&frame.entries[start..end]);
+                let entries =
+                    collect(cm, segs.as_slice()).map_err(|e| self.ctx.err(self.path, e))?;
+                self.frames.push(Frame {
+                    m: cm,
+                    entries,
+                    field: 0,
+                    cursor: 0,
+                });
+                continue;
+            }
+            let vals = &frame.entries[start..end];
+            let s = slot(self.ctx.schema, &f.ty, f.omitempty, vals)
+                .map_err(|e| self.ctx.err(&self.path.child(PathStep::Field(&f.json)), e))?;
+            if let Some(slot) = s {
+                self.pending = Some(Pending::Field {
+                    frame: fi,
+                    start,
+                    end,
+                    name: &f.json,
+                    slot,
+                });
+                return seed
+                    .deserialize(BorrowedStrDeserializer::new(&f.json))
+                    .map(Some);
+            }
+        }
+    }
+
+    fn next_value_seed<V: DeserializeSeed<'de>>(&mut self, seed: V) -> Result<V::Value, DeError> {
+        match self.pending.take() {
+            None => Err(de::Error::custom("a value asked for before its key")),
+            Some(Pending::Name(value)) => seed.deserialize(ValueDe {
+                ctx: self.ctx,
+                path: self.path,
+                depth: self.depth,
+                val: Val::Name(value),
+            }),
+            Some(Pending::Field {
+                frame,
+                start,
+                end,
+                name,
+                slot,
+            }) => {
+                let path = self.path.child(PathStep::Field(name));
+                let vals = self
+                    .frames
+                    .get(frame)
+                    .and_then(|f| f.entries.get(start..end))
+                    .unwrap_or_default();
+                let val = from_slot(slot, vals).map_err(|e| self.ctx.err(&path, e))?;
+                seed.deserialize(ValueDe {
+                    ctx: self.ctx,
+                    path: &path,
+                    depth: self.depth + frame,
+                    val,
+                })
+                .map_err(|e| e.at(&path))
+            }
+        }
+    }
+}
+
+/// A list's elements (packed numbers unpacked).
+struct ElementsAccess<'p, 'de> {
+    ctx: &'p Ctx<'de>,
+    path: &'p Path<'p>,
+    depth: usize,
+    inner: &'de Ty,
+    vals: Cow<'p, [(usize, WireVal<'de>)]>,
+    /// The occurrence being read.
+    i: usize,
+    /// The position inside a packed occurrence.
+    pos: usize,
+    /// The next element's index.
+    idx: usize,
+}
+
+impl<'de> SeqAccess<'de> for ElementsAccess<'_, 'de> {
+    type Error = DeError;
+
+    fn next_element_seed<T: DeserializeSeed<'de>>(
+        &mut self,
+        seed: T,
+    ) -> Result<Option<T::Value>, DeError> {
+        loop {
+            let Some(&(_, v)) = self.vals.get(self.i) else {
+                return Ok(None);
+            };
+            let path = self.path.child(PathStep::Index(self.idx));
+            let val = match (self.inner, v) {
+                (Ty::I32 | Ty::I64 | Ty::Bool, WireVal::Bytes(b)) => {
+                    if self.pos >= b.len() {
+                        self.i += 1;
+                        self.pos = 0;
+                        continue;
+                    }
+                    let x = read_varint(b, &mut self.pos).map_err(|e| self.ctx.err(&path, e))?;
+                    scalar(self.inner, WireVal::Varint(x))
+                }
+                (Ty::F64, WireVal::Bytes(b)) => {
+                    let Some(chunk) = b.get(self.pos..self.pos + 8) else {
+                        self.i += 1;
+                        self.pos = 0;
+                        continue;
+                    };
+                    self.pos += 8;
+                    let mut a = [0u8; 8];
+                    a.copy_from_slice(chunk);
+                    scalar(self.inner, WireVal::Fixed64(u64::from_le_bytes(a)))
+                }
+                (Ty::Msg(id), WireVal::Bytes(b)) => {
+                    self.i += 1;
+                    Ok(Val::Message(*id, Segs::One(b)))
+                }
+                (Ty::Str | Ty::Bytes | Ty::I32 | Ty::I64 | Ty::Bool | Ty::F64, v) => {
+                    self.i += 1;
+                    scalar(self.inner, v)
+                }
+                _ => Err("unsupported repeated element type".into()),
+            }
+            .map_err(|e| self.ctx.err(&path, e))?;
+            self.idx += 1;
+            return seed
+                .deserialize(ValueDe {
+                    ctx: self.ctx,
+                    path: &path,
+                    depth: self.depth,
+                    val,
+                })
+                .map(Some)
+                .map_err(|e| e.at(&path));
+        }
+    }
+}
+
+/// A Go map's entries, keys sorted.
+struct MapEntriesAccess<'p, 'de> {
+    ctx: &'p Ctx<'de>,
+    path: &'p Path<'p>,
+    depth: usize,
+    inner: &'de Ty,
+    entries: MapEntries<'de>,
+    i: usize,
+}
+
+impl<'de> MapAccess<'de> for MapEntriesAccess<'_, 'de> {
+    type Error = DeError;
+
+    fn next_key_seed<K: DeserializeSeed<'de>>(
+        &mut self,
+        seed: K,
+    ) -> Result<Option<K::Value>, DeError> {
+        let Some(&(k, _)) = self.entries.get(self.i) else {
+            return Ok(None);
+        };
+        seed.deserialize(ValueDe {
+            ctx: self.ctx,
+            path: self.path,
+            depth: self.depth,
+            val: Val::Str(k),
+        })
+        .map(Some)
+    }
+
+    fn next_value_seed<V: DeserializeSeed<'de>>(&mut self, seed: V) -> Result<V::Value, DeError> {
+        let Some(&(k, v)) = self.entries.get(self.i) else {
+            return Err(de::Error::custom("a value asked for past the map's end"));
+        };
+        self.i += 1;
+        let path = self.path.child(PathStep::Key(k));
+        let inner = self.inner;
+        let empty_wrapped =
+            is_empty_wrapped(self.ctx.schema, inner, v).map_err(|e| self.ctx.err(&path, e))?;
+        let val = match (inner, v) {
+            _ if empty_wrapped => Val::EmptySeq,
+            (Ty::Msg(id), Some(WireVal::Bytes(b))) => Val::Message(*id, Segs::One(b)),
+            (Ty::Msg(id), None) => Val::Message(*id, Segs::None),
+            // A missing []byte value is Go's mapvalue := []byte{}: "".
+            (Ty::Bytes, None) => Val::Name(""),
+            (_, None) => zero(inner),
+            (_, Some(v)) => scalar(inner, v).map_err(|e| self.ctx.err(&path, e))?,
+        };
+        seed.deserialize(ValueDe {
+            ctx: self.ctx,
+            path: &path,
+            depth: self.depth,
+            val,
+        })
+        .map_err(|e| e.at(&path))
+    }
+
+    fn size_hint(&self) -> Option<usize> {
+        Some(self.entries.len() - self.i)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::KubeProtobuf;
+
+    #[test]
+    fn invalid_utf8_is_replaced_per_byte_as_go_writes_it() {
+        assert_eq!(go_string(b"plain"), Cow::Borrowed("plain"));
+        assert_eq!(go_string(b"a\xffb\xe2\x82"), "a\u{fffd}b\u{fffd}\u{fffd}");
+        assert_eq!(go_string(b"\xed\xa0\x80"), "\u{fffd}\u{fffd}\u{fffd}");
+        assert_eq!(go_string("é\u{2028}".as_bytes()), "é\u{2028}");
+        // What the JSON path gives for the same bytes.
+        let kp = KubeProtobuf::k8s_1_31();
+        let stored = kp
+            .encode_value(&serde_json::json!({"apiVersion": "v1", "kind": "ConfigMap",
+                "metadata": {"name": "c"}, "data": {"k": "v"}}))
+            .unwrap();
+        // Swap "v" for invalid bytes of the same length is not possible; append instead.
+        let mut raw_cm = Vec::new();
+        crate::wire::put_bytes(&mut raw_cm, 1, b"\x0a\x01c");
+        let mut entry = Vec::new();
+        crate::wire::put_bytes(&mut entry, 1, b"k\xff");
+        crate::wire::put_bytes(&mut entry, 2, b"a\xe2\x82<");
+        crate::wire::put_bytes(&mut raw_cm, 2, &entry);
+        let bad = crate::envelope::write("v1", "ConfigMap", &raw_cm);
+        let json = kp.decode_to_json(&bad).unwrap();
+        let want: serde_json::Value = serde_json::from_slice(&json).unwrap();
+        assert_eq!(kp.decode::<serde_json::Value>(&bad).unwrap(), want);
+        assert!(kp.decode::<serde_json::Value>(&stored).is_ok());
+    }
+
+    #[test]
+    fn nesting_depth_bombs_are_refused() {
+        let kp = KubeProtobuf::k8s_1_31();
+        let schema = &kp.schema;
+        let m = schema
+            .messages
+            .iter()
+            .find(|m| {
+                &*m.name
+                    == "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1.JSONSchemaProps"
+            })
+            .unwrap();
+        let not = m.fields.iter().find(|f| &*f.json == "not").unwrap().tag;
+        let mut inner: Vec<u8> = Vec::new();
+        for _ in 0..5_000 {
+            let mut next = Vec::new();
+            crate::wire::put_bytes(&mut next, not, &inner);
+            inner = next;
+        }
+        let err = deserialize::<serde_json::Value>(
+            schema,
+            "CustomResourceDefinition",
+            m,
+            &inner,
+            "apiextensions.k8s.io/v1",
+        )
+        .unwrap_err();
+        assert!(err.to_string().contains("nested deeper than 100"), "{err}");
+        assert!(
+            err.to_string().contains("CustomResourceDefinition"),
+            "{err}"
+        );
+    }
+}

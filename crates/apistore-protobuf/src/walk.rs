@@ -1,0 +1,260 @@
+//! What a message's protobuf means field by field, shared by the two ways out of it:
+//! the JSON writer (`decode.rs`) and the serde `Deserializer` (`de.rs`).
+//!
+//! Go's generated `Unmarshal` semantics live here once: known fields collected in Go
+//! declaration order (the last scalar wins, repeated nested messages merge, unknown
+//! fields skipped), and for each field whether `encoding/json.Marshal` leaves it out,
+//! writes `null`, or writes a value ([`slot`]). Both consumers follow these answers,
+//! so the values a `Deserializer` presents are the values the JSON text holds.
+
+use crate::schema::{Message, Schema, Special, Ty};
+use crate::wire::{Fields, WireVal, read_varint};
+
+/// Nested messages deeper than this are refused (a hostile value could otherwise
+/// recurse without bound through JSONSchemaProps).
+pub(crate) const MAX_DEPTH: usize = 100;
+
+/// A message's known fields: (field index, value), sorted by field index with wire
+/// order kept within a field.
+pub(crate) type Entries<'a> = Vec<(usize, WireVal<'a>)>;
+
+/// Reads the known fields of `m` from its (merged) segments.
+pub(crate) fn collect<'a>(m: &Message, segs: &[&'a [u8]]) -> Result<Entries<'a>, String> {
+    let mut entries = Vec::new();
+    for seg in segs {
+        for item in Fields::new(seg) {
+            let (tag, val) = item?;
+            let Some(idx) = m.field_for_tag(tag) else {
+                continue;
+            };
+            let ty = &m.fields[idx].ty;
+            if !wire_fits(ty, &val) {
+                return Err(format!(
+                    "proto: wrong wireType = {} for field {} (tag {tag}) of {}",
+                    val.wire_type(),
+                    m.fields[idx].json,
+                    m.name
+                ));
+            }
+            entries.push((idx, val));
+        }
+    }
+    // Stable, and cheap on the common case of fields already in order.
+    entries.sort_by_key(|e| e.0);
+    Ok(entries)
+}
+
+/// The segments of a nested message: every length-delimited occurrence, merged.
+/// One occurrence (by far the common case) needs no allocation.
+#[derive(Debug, Clone)]
+pub(crate) enum Segs<'a> {
+    None,
+    One(&'a [u8]),
+    Many(Vec<&'a [u8]>),
+}
+
+impl<'a> Segs<'a> {
+    pub(crate) fn of(vals: &[(usize, WireVal<'a>)]) -> Self {
+        let mut it = vals.iter().filter_map(|v| match v.1 {
+            WireVal::Bytes(b) => Some(b),
+            _ => None,
+        });
+        let Some(first) = it.next() else {
+            return Self::None;
+        };
+        match it.next() {
+            None => Self::One(first),
+            Some(second) => {
+                let mut all = vec![first, second];
+                all.extend(it);
+                Self::Many(all)
+            }
+        }
+    }
+
+    pub(crate) fn as_slice(&self) -> &[&'a [u8]] {
+        match self {
+            Self::None => &[],
+            Self::One(b) => std::slice::from_ref(b),
+            Self::Many(v) => v,
+        }
+    }
+}
+
+/// What Go's JSON has for one field (or a map value, or a pointer's target).
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Slot<'s, 'a> {
+    /// `null`.
+    Null,
+    /// The zero value of a scalar type (`""`, `false`, `0`).
+    Zero(&'s Ty),
+    /// A scalar from its last occurrence on the wire.
+    Scalar(&'s Ty, WireVal<'a>),
+    /// A non-empty list of `inner` from the field's occurrences.
+    Elements(&'s Ty),
+    /// A non-empty map of `inner` values from the field's entries.
+    Map(&'s Ty),
+    /// A present value (a non-nil pointer's target) of this type.
+    Present(&'s Ty),
+    /// A struct from the field's merged occurrences (none: the zero struct).
+    Message(usize),
+}
+
+/// Whether Go's JSON leaves the field out (`None`) and what it writes otherwise, for
+/// a non-inline field of type `ty` with these occurrences.
+pub(crate) fn slot<'s, 'a>(
+    schema: &'s Schema,
+    ty: &'s Ty,
+    omitempty: bool,
+    vals: &[(usize, WireVal<'a>)],
+) -> Result<Option<Slot<'s, 'a>>, String> {
+    let last = vals.last().map(|v| v.1);
+    let absent = |empty: bool, then: Slot<'s, 'a>| {
+        Ok(if !empty {
+            Some(then)
+        } else if omitempty {
+            None
+        } else {
+            Some(Slot::Null)
+        })
+    };
+    match ty {
+        Ty::Slice(inner) => absent(count(inner, vals)? == 0, Slot::Elements(inner)),
+        Ty::Map(inner) => absent(vals.is_empty(), Slot::Map(inner)),
+        Ty::Ptr(inner) => absent(vals.is_empty(), Slot::Present(inner)),
+        Ty::Bytes => Ok(match last {
+            None if omitempty => None,
+            Some(WireVal::Bytes(b)) if omitempty && b.is_empty() => None,
+            None => Some(Slot::Null),
+            Some(v) => Some(Slot::Scalar(ty, v)),
+        }),
+        Ty::Msg(id) => {
+            let m = &schema.messages[*id];
+            if m.special == Special::WrapSlice
+                && omitempty
+                && collect(m, Segs::of(vals).as_slice())?.is_empty()
+            {
+                return Ok(None);
+            }
+            Ok(Some(Slot::Message(*id)))
+        }
+        Ty::Str | Ty::Bool | Ty::I32 | Ty::I64 | Ty::F64 => {
+            if omitempty && last.is_none_or(|v| scalar_is_zero(ty, v)) {
+                return Ok(None);
+            }
+            Ok(Some(match last {
+                Some(v) => Slot::Scalar(ty, v),
+                None => Slot::Zero(ty),
+            }))
+        }
+    }
+}
+
+/// A Go map's entries: (raw key, value if any).
+pub(crate) type MapEntries<'a> = Vec<(&'a [u8], Option<WireVal<'a>>)>;
+
+/// A map's entries as Go's map holds them: keyed by raw bytes, sorted, the last
+/// entry winning for a repeated key; a missing value is `None`.
+pub(crate) fn map_entries<'a>(
+    inner: &Ty,
+    vals: &[(usize, WireVal<'a>)],
+) -> Result<MapEntries<'a>, String> {
+    let mut entries: Vec<(&[u8], Option<WireVal<'_>>)> = Vec::with_capacity(vals.len());
+    for (_, v) in vals {
+        let WireVal::Bytes(entry) = v else {
+            return Err("map entry is not length-delimited".into());
+        };
+        let (mut key, mut value): (&[u8], Option<WireVal<'_>>) = (b"", None);
+        for item in Fields::new(entry) {
+            match item? {
+                (1, WireVal::Bytes(k)) => key = k,
+                (2, v) => {
+                    if !wire_fits(inner, &v) {
+                        return Err("map value has the wrong wire type".into());
+                    }
+                    value = Some(v);
+                }
+                (1, _) => return Err("map key has the wrong wire type".into()),
+                _ => {}
+            }
+        }
+        entries.push((key, value));
+    }
+    // Later entries win for a repeated key, as they do in Go's map.
+    entries.reverse();
+    entries.sort_by(|a, b| a.0.cmp(b.0));
+    entries.dedup_by(|a, b| a.0 == b.0);
+    Ok(entries)
+}
+
+/// Whether a map value of type `inner` is an empty named slice (ExtraValue): Go's map
+/// decoding starts each value from `&T{}`, so that is `[]`, not `null`.
+pub(crate) fn is_empty_wrapped(
+    schema: &Schema,
+    inner: &Ty,
+    v: Option<WireVal<'_>>,
+) -> Result<bool, String> {
+    let Ty::Msg(id) = inner else {
+        return Ok(false);
+    };
+    let m = &schema.messages[*id];
+    if m.special != Special::WrapSlice {
+        return Ok(false);
+    }
+    let segs: Vec<&[u8]> = match v {
+        Some(WireVal::Bytes(b)) => vec![b],
+        _ => Vec::new(),
+    };
+    Ok(collect(m, &segs)?.is_empty())
+}
+
+/// The number of elements of a repeated field (packed numbers counted inside).
+pub(crate) fn count(inner: &Ty, vals: &[(usize, WireVal<'_>)]) -> Result<usize, String> {
+    let mut n = 0;
+    for (_, v) in vals {
+        match (inner, v) {
+            (Ty::I32 | Ty::I64 | Ty::Bool, WireVal::Bytes(b)) => {
+                let mut pos = 0;
+                while pos < b.len() {
+                    read_varint(b, &mut pos)?;
+                    n += 1;
+                }
+            }
+            (Ty::F64, WireVal::Bytes(b)) => {
+                if b.len() % 8 != 0 {
+                    return Err("packed fixed64 length is not a multiple of 8".into());
+                }
+                n += b.len() / 8;
+            }
+            _ => n += 1,
+        }
+    }
+    Ok(n)
+}
+
+pub(crate) fn scalar_is_zero(ty: &Ty, v: WireVal<'_>) -> bool {
+    match (ty, v) {
+        (Ty::Str, WireVal::Bytes(b)) => b.is_empty(),
+        (Ty::Bool, WireVal::Varint(x)) => x == 0,
+        (Ty::I32, WireVal::Varint(x)) => x as i32 == 0,
+        (Ty::I64, WireVal::Varint(x)) => x == 0,
+        (Ty::F64, WireVal::Fixed64(x)) => f64::from_bits(x) == 0.0,
+        _ => false,
+    }
+}
+
+/// Whether a wire value can be this type (Go's generated code errors otherwise).
+pub(crate) fn wire_fits(ty: &Ty, v: &WireVal<'_>) -> bool {
+    match ty {
+        Ty::Ptr(inner) => wire_fits(inner, v),
+        Ty::Slice(inner) => match **inner {
+            Ty::I32 | Ty::I64 | Ty::Bool | Ty::F64 => {
+                matches!(v, WireVal::Bytes(_)) || wire_fits(inner, v)
+            }
+            _ => wire_fits(inner, v),
+        },
+        Ty::Str | Ty::Bytes | Ty::Msg(_) | Ty::Map(_) => matches!(v, WireVal::Bytes(_)),
+        Ty::Bool | Ty::I32 | Ty::I64 => matches!(v, WireVal::Varint(_)),
+        Ty::F64 => matches!(v, WireVal::Fixed64(_)),
+    }
+}

@@ -1,0 +1,270 @@
+//! The direct `Deserializer` (`KubeProtobuf::decode`) against the JSON contract.
+//!
+//! For every golden case, deserializing straight from the protobuf must give what
+//! `serde_json` reads from `decode_to_json`'s text (itself byte-for-byte Go's, see
+//! `golden.rs`): as a `serde_json::Value`, as apistore's `DynamicObject` (serde's
+//! `flatten` buffering), and as k8s-openapi types. Where `serde_json` refuses the
+//! text for a type, the direct path must refuse too. Then hostile bytes: random
+//! object bytes never panic, and whenever the JSON path decodes them, the direct path
+//! gives the same value.
+//!
+//! `APISTORE_GOLDEN_DIR` points it at a larger fixture set, as for `golden.rs`.
+
+// Tests may unwrap: a panic there is a failed test (helpers outside #[test] too).
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::fmt::Debug;
+use std::path::{Path, PathBuf};
+
+use apistore_protobuf::{KubeProtobuf, MediaType, PROTOBUF_MAGIC, StorageCodec};
+use apistore_storage::{Codec, DynamicObject};
+use base64::Engine as _;
+use base64::engine::general_purpose::STANDARD;
+use proptest::prelude::*;
+use serde::Deserialize;
+use serde::de::DeserializeOwned;
+use serde_json::Value;
+
+#[derive(Deserialize)]
+struct Fixture {
+    #[serde(rename = "apiVersion")]
+    api_version: String,
+    kind: String,
+    cases: Vec<Case>,
+}
+
+#[derive(Deserialize)]
+struct Case {
+    name: String,
+    protobuf: String,
+}
+
+fn fixture_dir() -> PathBuf {
+    std::env::var_os("APISTORE_GOLDEN_DIR").map_or_else(
+        || Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/golden"),
+        PathBuf::from,
+    )
+}
+
+/// (file name, fixture) for every fixture file, sorted.
+fn fixtures() -> Vec<(String, Fixture)> {
+    let dir = fixture_dir();
+    let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "json"))
+        .filter(|p| p.file_name().is_some_and(|n| n != "index.json"))
+        .collect();
+    files.sort();
+    files
+        .into_iter()
+        .map(|p| {
+            let f: Fixture = serde_json::from_slice(&std::fs::read(&p).unwrap())
+                .unwrap_or_else(|e| panic!("{}: {e}", p.display()));
+            (p.file_name().unwrap().to_string_lossy().into_owned(), f)
+        })
+        .collect()
+}
+
+/// The stored bytes of every case of one fixture.
+fn cases(f: &Fixture) -> impl Iterator<Item = (&str, Vec<u8>)> {
+    f.cases
+        .iter()
+        .map(|c| (c.name.as_str(), STANDARD.decode(&c.protobuf).unwrap()))
+}
+
+/// The direct path for `T` against `serde_json` over the JSON text: equal when the
+/// text reads as `T`, an error when it does not. Returns a failure description.
+fn compare<T>(stored: &[u8]) -> Option<String>
+where
+    T: DeserializeOwned + PartialEq + Debug,
+{
+    let kp = KubeProtobuf::k8s_1_31();
+    let json = match kp.decode_to_json(stored) {
+        Ok(j) => j,
+        Err(e) => {
+            return kp
+                .decode::<T>(stored)
+                .is_ok()
+                .then(|| format!("decode_to_json fails ({e}) but decode succeeds"));
+        }
+    };
+    match (serde_json::from_slice::<T>(&json), kp.decode::<T>(stored)) {
+        (Ok(want), Ok(got)) if want == got => None,
+        (Ok(want), Ok(got)) => Some(format!("differs:\n want {want:?}\n  got {got:?}")),
+        (Ok(_), Err(e)) => Some(format!("serde_json reads the JSON, decode fails: {e}")),
+        (Err(e), Ok(_)) => Some(format!(
+            "serde_json refuses the JSON ({e}), decode succeeds"
+        )),
+        (Err(_), Err(_)) => None,
+    }
+}
+
+fn assert_all<T>(only: Option<&str>) -> usize
+where
+    T: DeserializeOwned + PartialEq + Debug,
+{
+    let mut failures = Vec::new();
+    let mut n = 0;
+    for (file, f) in fixtures() {
+        if only.is_some_and(|o| o != file) {
+            continue;
+        }
+        for (name, stored) in cases(&f) {
+            n += 1;
+            if let Some(why) = compare::<T>(&stored) {
+                failures.push(format!("{} {} [{name}]: {why}", f.api_version, f.kind));
+            }
+        }
+    }
+    assert!(n > 0, "no cases for {only:?}");
+    assert!(
+        failures.is_empty(),
+        "{} of {n} cases differ:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
+    n
+}
+
+#[test]
+fn every_golden_case_deserializes_as_a_value_equal_to_its_json() {
+    let n = assert_all::<Value>(None);
+    eprintln!("{n} cases as serde_json::Value: all equal");
+}
+
+#[test]
+fn every_golden_case_deserializes_as_a_dynamic_object_equal_to_its_json() {
+    let n = assert_all::<DynamicObject>(None);
+    eprintln!("{n} cases as DynamicObject: all equal");
+}
+
+#[test]
+fn k8s_openapi_types_deserialize_as_from_their_json() {
+    use k8s_openapi::api::apps::v1::Deployment;
+    use k8s_openapi::api::coordination::v1::Lease;
+    use k8s_openapi::api::core::v1::{ConfigMap, Node, Pod, Secret, Service};
+    use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+    assert_all::<Pod>(Some("core_v1_Pod.json"));
+    assert_all::<ConfigMap>(Some("core_v1_ConfigMap.json"));
+    assert_all::<Secret>(Some("core_v1_Secret.json"));
+    assert_all::<Service>(Some("core_v1_Service.json"));
+    assert_all::<Node>(Some("core_v1_Node.json"));
+    assert_all::<Lease>(Some("coordination.k8s.io_v1_Lease.json"));
+    assert_all::<Deployment>(Some("apps_v1_Deployment.json"));
+    assert_all::<CustomResourceDefinition>(Some(
+        "apiextensions.k8s.io_v1_CustomResourceDefinition.json",
+    ));
+}
+
+#[test]
+fn the_storage_codec_decodes_protobuf_without_json_text() {
+    let kp = KubeProtobuf::k8s_1_31();
+    let (_, pods) = fixtures()
+        .into_iter()
+        .find(|(file, _)| file == "core_v1_Pod.json")
+        .unwrap();
+    let codec = StorageCodec::<DynamicObject>::new(MediaType::Protobuf);
+    for (name, stored) in cases(&pods) {
+        let Ok(json) = kp.decode_to_json(&stored) else {
+            continue;
+        };
+        let Ok(want) = serde_json::from_slice::<DynamicObject>(&json) else {
+            continue;
+        };
+        assert_eq!(codec.decode(&stored).unwrap(), want, "{name}");
+    }
+}
+
+#[test]
+fn a_type_refusing_a_value_names_the_kind_and_path() {
+    #[derive(Debug, Deserialize)]
+    #[allow(dead_code)]
+    struct Strict {
+        metadata: StrictMeta,
+    }
+    #[derive(Debug, Deserialize)]
+    #[allow(dead_code)]
+    struct StrictMeta {
+        name: u32,
+    }
+    let kp = KubeProtobuf::k8s_1_31();
+    let stored = kp
+        .encode_value(&serde_json::json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "x"}}))
+        .unwrap();
+    let err = kp.decode::<Strict>(&stored).unwrap_err().to_string();
+    assert!(
+        err.contains("ConfigMap") && err.contains("metadata.name"),
+        "{err}"
+    );
+}
+
+#[test]
+fn a_truncated_envelope_names_the_kind_it_had_read() {
+    let kp = KubeProtobuf::k8s_1_31();
+    let stored = kp
+        .encode_value(&serde_json::json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "x"}}))
+        .unwrap();
+    // Cut inside raw's length varint: typeMeta is complete, raw is not.
+    let mut cut = stored[..22].to_vec();
+    cut.push(0x80);
+    let err = kp.decode_to_json(&cut).unwrap_err().to_string();
+    assert!(
+        err.contains("\"ConfigMap\"") && err.contains("\"v1\""),
+        "{err}"
+    );
+    assert!(err.contains("unexpected end of data in varint"), "{err}");
+    let err = kp.decode::<Value>(&cut).unwrap_err().to_string();
+    assert!(err.contains("\"ConfigMap\""), "{err}");
+    // Nothing read yet: no kind to name.
+    let err = kp.decode_to_json(b"k8s\0\x0a").unwrap_err().to_string();
+    assert_eq!(
+        err,
+        "malformed runtime.Unknown envelope: unexpected end of data in varint"
+    );
+}
+
+fn envelope(kind: &str, raw: &[u8]) -> Vec<u8> {
+    let mut tm = vec![0x0a, 2, b'v', b'1', 0x12, kind.len() as u8];
+    tm.extend_from_slice(kind.as_bytes());
+    let mut out = PROTOBUF_MAGIC.to_vec();
+    out.push(0x0a);
+    out.push(tm.len() as u8);
+    out.extend_from_slice(&tm);
+    out.push(0x12);
+    let mut n = raw.len();
+    while n >= 0x80 {
+        out.push((n as u8) | 0x80);
+        n >>= 7;
+    }
+    out.push(n as u8);
+    out.extend_from_slice(raw);
+    out
+}
+
+proptest! {
+    #[test]
+    fn random_object_bytes_never_panic_and_agree_with_the_json_path(
+        body in proptest::collection::vec(any::<u8>(), 0..512),
+        kind in prop::sample::select(vec!["Pod", "ConfigMap", "Secret", "Service", "Node", "Endpoints"]),
+    ) {
+        let stored = envelope(kind, &body);
+        let kp = KubeProtobuf::k8s_1_31();
+        let direct = kp.decode::<Value>(&stored);
+        let _ = kp.decode::<DynamicObject>(&stored);
+        if let Ok(json) = kp.decode_to_json(&stored) {
+            if let Ok(want) = serde_json::from_slice::<Value>(&json) {
+                prop_assert_eq!(direct.ok(), Some(want));
+            }
+        }
+    }
+
+    #[test]
+    fn random_bytes_after_the_magic_never_panic_the_deserializer(
+        body in proptest::collection::vec(any::<u8>(), 0..256),
+    ) {
+        let mut b = PROTOBUF_MAGIC.to_vec();
+        b.extend_from_slice(&body);
+        let _ = KubeProtobuf::k8s_1_31().decode::<Value>(&b);
+    }
+}
