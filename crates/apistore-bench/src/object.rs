@@ -1,7 +1,7 @@
 //! The object both arms store: a small typed object with standard metadata and a
 //! payload sized so that its JSON is 1 KiB, decoded by both arms into this same type.
 
-use apistore_storage::{ApiObject, Labels, ObjectMeta};
+use apistore_storage::{ApiObject, Labels, MetaAccessor, ObjectMeta};
 use serde::{Deserialize, Serialize};
 
 /// The resource the bench objects are stored as (`/registry/benchobjects/...`).
@@ -84,29 +84,11 @@ impl BenchObject {
 }
 
 impl ApiObject for BenchObject {
-    fn name(&self) -> &str {
-        &self.metadata.name
+    fn meta(&self) -> &dyn MetaAccessor {
+        &self.metadata
     }
-    fn namespace(&self) -> &str {
-        &self.metadata.namespace
-    }
-    fn uid(&self) -> &str {
-        &self.metadata.uid
-    }
-    fn labels(&self) -> &Labels {
-        &self.metadata.labels
-    }
-    fn resource_version(&self) -> &str {
-        &self.metadata.resource_version
-    }
-    fn set_resource_version(&mut self, resource_version: String) {
-        self.metadata.resource_version = resource_version;
-    }
-    fn clear_self_link(&mut self) {
-        self.metadata.self_link.clear();
-    }
-    fn annotations_mut(&mut self) -> &mut Labels {
-        &mut self.metadata.annotations
+    fn meta_mut(&mut self) -> &mut dyn MetaAccessor {
+        &mut self.metadata
     }
 }
 

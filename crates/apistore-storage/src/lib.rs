@@ -46,7 +46,8 @@ pub use group_resource::GroupResource;
 pub use interface::{Storage, Versioner};
 pub use list::{ListMeta, ObjectList};
 pub use object::{
-    ApiObject, DynamicObject, Fields, INITIAL_EVENTS_END_ANNOTATION, Labels, ObjectMeta,
+    ApiObject, DynamicObject, Fields, INITIAL_EVENTS_END_ANNOTATION, Labels, MetaAccessor,
+    ObjectMeta,
 };
 pub use options::{
     DeleteOptions, GetOptions, ListOptions, Preconditions, ResourceVersionMatch, ResponseMeta,

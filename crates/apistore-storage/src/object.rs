@@ -20,29 +20,101 @@ static EMPTY_LABELS: Labels = BTreeMap::new();
 /// The annotation that marks the bookmark ending a watch's initial events.
 pub const INITIAL_EVENTS_END_ANNOTATION: &str = "k8s.io/initial-events-end";
 
+/// Reading and writing the metadata fields the storage layer uses, whatever the
+/// metadata type (kube-apiserver's `meta.Accessor`): [`ObjectMeta`] here, and with the
+/// `k8s-openapi` feature k8s-openapi's `ObjectMeta`.
+pub trait MetaAccessor {
+    /// `name`.
+    fn name(&self) -> &str;
+    /// `namespace`, empty for cluster-scoped objects.
+    fn namespace(&self) -> &str;
+    /// `uid`.
+    fn uid(&self) -> &str;
+    /// `labels`.
+    fn labels(&self) -> &Labels;
+    /// `resourceVersion`, empty when unset.
+    fn resource_version(&self) -> &str;
+    /// Sets `resourceVersion`; an empty string clears it.
+    fn set_resource_version(&mut self, resource_version: String);
+    /// Clears `selfLink`.
+    fn clear_self_link(&mut self);
+    /// `annotations`, created when absent.
+    fn annotations_mut(&mut self) -> &mut Labels;
+}
+
+impl MetaAccessor for ObjectMeta {
+    fn name(&self) -> &str {
+        &self.name
+    }
+    fn namespace(&self) -> &str {
+        &self.namespace
+    }
+    fn uid(&self) -> &str {
+        &self.uid
+    }
+    fn labels(&self) -> &Labels {
+        &self.labels
+    }
+    fn resource_version(&self) -> &str {
+        &self.resource_version
+    }
+    fn set_resource_version(&mut self, resource_version: String) {
+        self.resource_version = resource_version;
+    }
+    fn clear_self_link(&mut self) {
+        self.self_link.clear();
+    }
+    fn annotations_mut(&mut self) -> &mut Labels {
+        &mut self.annotations
+    }
+}
+
 /// Access to the metadata the storage layer reads and writes.
 ///
+/// An implementation lends its metadata ([`Self::meta`], [`Self::meta_mut`], as
+/// kube-core's `Resource`); the accessors the store calls are default methods over it.
 /// The store reads the name, namespace, uid and labels (preconditions and selectors),
 /// and sets the resourceVersion after every read and write. Implementations must keep
 /// the resourceVersion in the object's serialised form so that a codec round trip keeps
 /// it; the store clears it before encoding for etcd.
 pub trait ApiObject {
+    /// The object's metadata.
+    fn meta(&self) -> &dyn MetaAccessor;
+    /// The object's metadata, to change.
+    fn meta_mut(&mut self) -> &mut dyn MetaAccessor;
+
     /// `metadata.name`.
-    fn name(&self) -> &str;
+    fn name(&self) -> &str {
+        self.meta().name()
+    }
     /// `metadata.namespace`, empty for cluster-scoped objects.
-    fn namespace(&self) -> &str;
+    fn namespace(&self) -> &str {
+        self.meta().namespace()
+    }
     /// `metadata.uid`.
-    fn uid(&self) -> &str;
+    fn uid(&self) -> &str {
+        self.meta().uid()
+    }
     /// `metadata.labels`.
-    fn labels(&self) -> &Labels;
+    fn labels(&self) -> &Labels {
+        self.meta().labels()
+    }
     /// `metadata.resourceVersion`, empty when unset.
-    fn resource_version(&self) -> &str;
+    fn resource_version(&self) -> &str {
+        self.meta().resource_version()
+    }
     /// Sets `metadata.resourceVersion`; an empty string clears it.
-    fn set_resource_version(&mut self, resource_version: String);
+    fn set_resource_version(&mut self, resource_version: String) {
+        self.meta_mut().set_resource_version(resource_version);
+    }
     /// Clears `metadata.selfLink` (never stored, as in kube-apiserver).
-    fn clear_self_link(&mut self);
+    fn clear_self_link(&mut self) {
+        self.meta_mut().clear_self_link();
+    }
     /// `metadata.annotations`, created when absent.
-    fn annotations_mut(&mut self) -> &mut Labels;
+    fn annotations_mut(&mut self) -> &mut Labels {
+        self.meta_mut().annotations_mut()
+    }
 
     /// The fields a field selector can name. By default `metadata.name`, and
     /// `metadata.namespace` for namespaced objects, as kube-apiserver's default attribute
@@ -137,29 +209,11 @@ impl DynamicObject {
 }
 
 impl ApiObject for DynamicObject {
-    fn name(&self) -> &str {
-        &self.metadata.name
+    fn meta(&self) -> &dyn MetaAccessor {
+        &self.metadata
     }
-    fn namespace(&self) -> &str {
-        &self.metadata.namespace
-    }
-    fn uid(&self) -> &str {
-        &self.metadata.uid
-    }
-    fn labels(&self) -> &Labels {
-        &self.metadata.labels
-    }
-    fn resource_version(&self) -> &str {
-        &self.metadata.resource_version
-    }
-    fn set_resource_version(&mut self, resource_version: String) {
-        self.metadata.resource_version = resource_version;
-    }
-    fn clear_self_link(&mut self) {
-        self.metadata.self_link.clear();
-    }
-    fn annotations_mut(&mut self) -> &mut Labels {
-        &mut self.metadata.annotations
+    fn meta_mut(&mut self) -> &mut dyn MetaAccessor {
+        &mut self.metadata
     }
 }
 
@@ -167,42 +221,45 @@ impl ApiObject for DynamicObject {
 mod k8s {
     use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta as K8sMeta;
 
-    use super::{ApiObject, EMPTY_LABELS, Labels};
+    use super::{ApiObject, EMPTY_LABELS, Labels, MetaAccessor};
 
-    /// Every k8s-openapi resource type with standard object metadata.
+    impl MetaAccessor for K8sMeta {
+        fn name(&self) -> &str {
+            self.name.as_deref().unwrap_or_default()
+        }
+        fn namespace(&self) -> &str {
+            self.namespace.as_deref().unwrap_or_default()
+        }
+        fn uid(&self) -> &str {
+            self.uid.as_deref().unwrap_or_default()
+        }
+        fn labels(&self) -> &Labels {
+            self.labels.as_ref().unwrap_or(&EMPTY_LABELS)
+        }
+        fn resource_version(&self) -> &str {
+            self.resource_version.as_deref().unwrap_or_default()
+        }
+        fn set_resource_version(&mut self, resource_version: String) {
+            self.resource_version = (!resource_version.is_empty()).then_some(resource_version);
+        }
+        fn clear_self_link(&mut self) {
+            self.self_link = None;
+        }
+        fn annotations_mut(&mut self) -> &mut Labels {
+            self.annotations.get_or_insert_with(Labels::new)
+        }
+    }
+
+    /// Every k8s-openapi resource type is an object the store can keep.
     impl<K> ApiObject for K
     where
         K: k8s_openapi::Metadata<Ty = K8sMeta>,
     {
-        fn name(&self) -> &str {
-            self.metadata().name.as_deref().unwrap_or_default()
-        }
-        fn namespace(&self) -> &str {
-            self.metadata().namespace.as_deref().unwrap_or_default()
-        }
-        fn uid(&self) -> &str {
-            self.metadata().uid.as_deref().unwrap_or_default()
-        }
-        fn labels(&self) -> &Labels {
-            self.metadata().labels.as_ref().unwrap_or(&EMPTY_LABELS)
-        }
-        fn resource_version(&self) -> &str {
+        fn meta(&self) -> &dyn MetaAccessor {
             self.metadata()
-                .resource_version
-                .as_deref()
-                .unwrap_or_default()
         }
-        fn set_resource_version(&mut self, resource_version: String) {
-            self.metadata_mut().resource_version =
-                (!resource_version.is_empty()).then_some(resource_version);
-        }
-        fn clear_self_link(&mut self) {
-            self.metadata_mut().self_link = None;
-        }
-        fn annotations_mut(&mut self) -> &mut Labels {
+        fn meta_mut(&mut self) -> &mut dyn MetaAccessor {
             self.metadata_mut()
-                .annotations
-                .get_or_insert_with(Labels::new)
         }
     }
 }

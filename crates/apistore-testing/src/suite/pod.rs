@@ -1,7 +1,7 @@
 //! The object the conformance suite stores: a pod-shaped type like kube-apiserver's
 //! `example.Pod`, with `spec.nodeName` as an extra selectable field.
 
-use apistore_storage::{ApiObject, Fields, Labels, ObjectMeta};
+use apistore_storage::{ApiObject, Fields, MetaAccessor, ObjectMeta};
 use serde::{Deserialize, Serialize};
 
 /// A pod, as far as the conformance suite cares.
@@ -72,29 +72,11 @@ impl Pod {
 }
 
 impl ApiObject for Pod {
-    fn name(&self) -> &str {
-        &self.metadata.name
+    fn meta(&self) -> &dyn MetaAccessor {
+        &self.metadata
     }
-    fn namespace(&self) -> &str {
-        &self.metadata.namespace
-    }
-    fn uid(&self) -> &str {
-        &self.metadata.uid
-    }
-    fn labels(&self) -> &Labels {
-        &self.metadata.labels
-    }
-    fn resource_version(&self) -> &str {
-        &self.metadata.resource_version
-    }
-    fn set_resource_version(&mut self, resource_version: String) {
-        self.metadata.resource_version = resource_version;
-    }
-    fn clear_self_link(&mut self) {
-        self.metadata.self_link.clear();
-    }
-    fn annotations_mut(&mut self) -> &mut Labels {
-        &mut self.metadata.annotations
+    fn meta_mut(&mut self) -> &mut dyn MetaAccessor {
+        &mut self.metadata
     }
     fn fields(&self) -> Fields {
         let mut fields = Fields::new();
