@@ -5,68 +5,13 @@ use std::path::Path;
 use std::time::Duration;
 
 use apistore::{
-    ApiStore, BuildError, DeleteOptions, DynamicObject, FieldSelector, GetOptions, LabelSelector,
-    ListOptions, ObjectList, Preconditions, ResourceVersionMatch, Storage, StorageError,
-    UpdateOptions,
+    ApiStore, DeleteOptions, DynamicObject, FieldSelector, GetOptions, LabelSelector, ListOptions,
+    ObjectList, Preconditions, ResourceVersionMatch, Storage, StorageError, UpdateOptions,
 };
 
 use crate::args::{Cli, Command, EncryptionCommand, GlobalArgs, PreconditionArgs};
+use crate::error::CliError;
 use crate::output::print;
-
-/// Why a command failed.
-#[derive(Debug)]
-pub(crate) enum CliError {
-    /// The store refused or failed the request.
-    Storage(StorageError),
-    /// etcd could not be reached, or the configuration is unusable.
-    Connect(BuildError),
-    /// The input (a file, a selector, a key) is unusable.
-    Input(String),
-    /// The command line asks for something that cannot be done (exit code 2).
-    Usage(String),
-    /// The result could not be printed.
-    Output(String),
-}
-
-impl std::fmt::Display for CliError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            Self::Storage(err) => write!(f, "{err}"),
-            Self::Connect(err) => write!(f, "{err}"),
-            Self::Input(message) | Self::Output(message) | Self::Usage(message) => {
-                f.write_str(message)
-            }
-        }
-    }
-}
-
-impl From<StorageError> for CliError {
-    fn from(err: StorageError) -> Self {
-        Self::Storage(err)
-    }
-}
-
-impl CliError {
-    /// kube-apiserver's reason for this error.
-    pub(crate) fn reason(&self) -> String {
-        match self {
-            Self::Storage(err) => err.status().reason,
-            Self::Connect(BuildError::Connect(_)) => "ServiceUnavailable".to_owned(),
-            Self::Connect(_) => "BadRequest".to_owned(),
-            Self::Input(_) | Self::Usage(_) => "BadRequest".to_owned(),
-            Self::Output(_) => "InternalError".to_owned(),
-        }
-    }
-
-    /// The process exit code: 2 for a command line that cannot be carried out, as
-    /// for clap's usage errors; 1 for everything else.
-    pub(crate) fn exit_code(&self) -> u8 {
-        match self {
-            Self::Usage(_) => 2,
-            _ => 1,
-        }
-    }
-}
 
 pub(crate) async fn run(cli: Cli) -> Result<(), CliError> {
     if let Command::Completions { shell } = cli.command {
@@ -193,7 +138,10 @@ async fn run_command(
                     .as_deref()
                     .unwrap_or_default()
                     .parse::<ResourceVersionMatch>()
-                    .map_err(|e| CliError::Input(e.to_string()))?,
+                    .map_err(|e| CliError::FlagValue {
+                        flag: "--rv-match",
+                        message: e.to_string(),
+                    })?,
                 recursive: true,
                 ..ListOptions::default()
             };
@@ -201,11 +149,17 @@ async fn run_command(
             options.predicate.continue_token = continue_token.unwrap_or_default();
             if let Some(text) = selector {
                 options.predicate.label =
-                    LabelSelector::parse(&text).map_err(|e| CliError::Input(e.to_string()))?;
+                    LabelSelector::parse(&text).map_err(|source| CliError::Selector {
+                        flag: "--selector",
+                        source,
+                    })?;
             }
             if let Some(text) = field_selector {
                 options.predicate.field =
-                    FieldSelector::parse(&text).map_err(|e| CliError::Input(e.to_string()))?;
+                    FieldSelector::parse(&text).map_err(|source| CliError::Selector {
+                        flag: "--field-selector",
+                        source,
+                    })?;
             }
             let mut list: ObjectList<DynamicObject> = store.list(&prefix, &options).await?;
             while all && !list.metadata.continue_token.is_empty() {
@@ -256,11 +210,17 @@ async fn run_command(
             options.predicate.allow_watch_bookmarks = bookmarks;
             if let Some(text) = selector {
                 options.predicate.label =
-                    LabelSelector::parse(&text).map_err(|e| CliError::Input(e.to_string()))?;
+                    LabelSelector::parse(&text).map_err(|source| CliError::Selector {
+                        flag: "--selector",
+                        source,
+                    })?;
             }
             if let Some(text) = field_selector {
                 options.predicate.field =
-                    FieldSelector::parse(&text).map_err(|e| CliError::Input(e.to_string()))?;
+                    FieldSelector::parse(&text).map_err(|source| CliError::Selector {
+                        flag: "--field-selector",
+                        source,
+                    })?;
             }
             let etcd_key = store.prepare_key(&key_prefix)?;
             let events = store.watch(&key_prefix, &options).await?;
@@ -325,9 +285,13 @@ async fn connect(
         builder = builder.encryption_config_file(path);
     }
     if let Some(media_type) = &global.storage_media_type {
-        let media_type = media_type
-            .parse::<apistore::MediaType>()
-            .map_err(|e| CliError::Usage(e.to_string()))?;
+        let media_type =
+            media_type
+                .parse::<apistore::MediaType>()
+                .map_err(|e| CliError::FlagValue {
+                    flag: "--storage-media-type",
+                    message: e.to_string(),
+                })?;
         builder = builder.storage_media_type(media_type);
     }
     let tls = apistore::TlsConfig::from_files(
@@ -335,7 +299,7 @@ async fn connect(
         global.client_cert.as_deref(),
         global.client_key.as_deref(),
     )
-    .map_err(|err| CliError::Input(err.to_string()))?;
+    .map_err(CliError::Tls)?;
     if let Some(tls) = tls {
         builder = builder.tls(tls);
     }
@@ -345,12 +309,12 @@ async fn connect(
         }
         (None, None) => {}
         (Some(_), None) => {
-            return Err(CliError::Input(
+            return Err(CliError::Usage(
                 "--user needs a password: set APISTORE_PASSWORD (or --password)".to_owned(),
             ));
         }
         (None, Some(_)) => {
-            return Err(CliError::Input(
+            return Err(CliError::Usage(
                 "a password (APISTORE_PASSWORD or --password) needs --user".to_owned(),
             ));
         }
@@ -373,7 +337,7 @@ fn resource_of(api: &ApiStore, global: &GlobalArgs, key: &str) -> Result<String,
     api.layout()
         .resolve_key(key)
         .map(|layout| layout.group_resource.to_string())
-        .map_err(|e| CliError::Input(e.to_string()))
+        .map_err(|e| CliError::Key(e.to_string()))
 }
 
 fn preconditions_of(args: PreconditionArgs) -> Option<Preconditions> {
@@ -389,17 +353,20 @@ fn read_object(path: &Path) -> Result<DynamicObject, CliError> {
         let mut text = String::new();
         std::io::stdin()
             .read_to_string(&mut text)
-            .map_err(|e| CliError::Input(format!("cannot read stdin: {e}")))?;
+            .map_err(|source| CliError::ReadFile {
+                path: path.to_owned(),
+                source,
+            })?;
         text
     } else {
-        std::fs::read_to_string(path)
-            .map_err(|e| CliError::Input(format!("cannot read {}: {e}", path.display())))?
+        std::fs::read_to_string(path).map_err(|source| CliError::ReadFile {
+            path: path.to_owned(),
+            source,
+        })?
     };
     // YAML is a superset of JSON: one parser reads both.
-    serde_yaml::from_str(&text).map_err(|e| {
-        CliError::Input(format!(
-            "{} is not a JSON or YAML object: {e}",
-            path.display()
-        ))
+    serde_yaml::from_str(&text).map_err(|e| CliError::NotAnObject {
+        path: path.to_owned(),
+        message: e.to_string(),
     })
 }

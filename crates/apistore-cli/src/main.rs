@@ -2,6 +2,7 @@
 
 mod args;
 mod commands;
+mod error;
 mod output;
 mod rewrite;
 
@@ -10,7 +11,7 @@ use std::process::ExitCode;
 use clap::Parser;
 
 use crate::args::Cli;
-use crate::commands::CliError;
+use crate::error::CliError;
 
 fn main() -> ExitCode {
     let cli = Cli::parse();

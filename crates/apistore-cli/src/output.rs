@@ -5,7 +5,7 @@ use std::io::Write;
 use serde::Serialize;
 
 use crate::args::OutputFormat;
-use crate::commands::CliError;
+use crate::error::CliError;
 
 /// Prints a value in the chosen format on stdout.
 pub(crate) fn print<T: Serialize>(format: OutputFormat, value: &T) -> Result<(), CliError> {

@@ -6,7 +6,7 @@ use std::io::{IsTerminal, Write};
 use apistore::{ApiStore, RewriteOptions};
 
 use crate::args::OutputFormat;
-use crate::commands::CliError;
+use crate::error::CliError;
 
 /// Rewrites stale values of `resource` under `prefix`, printing progress on a terminal,
 /// each stale key on stderr for a dry run, and the summary on stdout (`scanned`,
@@ -62,9 +62,10 @@ pub(crate) async fn rewrite(
     if failed == 0 {
         Ok(())
     } else {
-        Err(CliError::Input(format!(
-            "{failed} of {} values under {prefix:?} could not be rewritten",
-            summary.scanned
-        )))
+        Err(CliError::RewriteFailed {
+            failed,
+            scanned: summary.scanned,
+            prefix: prefix.to_owned(),
+        })
     }
 }

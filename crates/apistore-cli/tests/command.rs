@@ -216,9 +216,10 @@ async fn writes_use_kube_apiservers_encoding_and_reads_take_either() {
         .collect();
     assert_eq!(names, ["d1", "d2"]);
 
-    // A key of no resource is a clear error, and --resource places it.
+    // A key of no resource is a clear error (a command-line mistake: exit 2), and
+    // --resource places it.
     let out = f.run(&["get", "widgets/default/w1"]);
-    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(out.status.code(), Some(2));
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("--resource"), "{stderr}");
     assert_eq!(stderr.lines().count(), 1, "{stderr}");
@@ -384,4 +385,97 @@ async fn rewrite_without_an_encryption_config_refuses_up_front() {
     assert_eq!(stderr.lines().count(), 1, "{stderr}");
     assert!(stderr.contains("--encryption-config"), "{stderr}");
     assert!(out.stdout.is_empty());
+}
+
+/// Runs the command and checks its exit code and that it said why on one line of stderr.
+fn fails_with(f: &Fixture, args: &[&str], code: i32, says: &str) {
+    let out = f.run(args);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(code), "apistore {args:?}: {stderr}");
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    assert!(stderr.contains(says), "apistore {args:?}: {stderr}");
+    assert!(out.stdout.is_empty());
+}
+
+#[tokio::test]
+async fn a_missing_or_unparsable_file_is_a_command_line_mistake() {
+    let f = Fixture::new("cli-exit-file");
+    let missing = f.dir.path().join("missing.json");
+    fails_with(
+        &f,
+        &[
+            "create",
+            "configmaps/default/cm1",
+            "-f",
+            missing.to_str().unwrap(),
+        ],
+        2,
+        "cannot read",
+    );
+    let garbage = f.file("garbage.yaml", "- just\n- a list\n");
+    fails_with(
+        &f,
+        &[
+            "create",
+            "configmaps/default/cm1",
+            "-f",
+            garbage.to_str().unwrap(),
+        ],
+        2,
+        "is not a JSON or YAML object",
+    );
+}
+
+#[tokio::test]
+async fn a_bad_selector_is_a_command_line_mistake() {
+    let f = Fixture::new("cli-exit-selector");
+    fails_with(
+        &f,
+        &["list", "configmaps/default", "-l", "app in (web"],
+        2,
+        "--selector",
+    );
+    fails_with(
+        &f,
+        &[
+            "list",
+            "configmaps/default",
+            "--field-selector",
+            "metadata.name",
+        ],
+        2,
+        "--field-selector",
+    );
+}
+
+#[tokio::test]
+async fn flags_that_do_not_go_together_are_a_command_line_mistake() {
+    let f = Fixture::new("cli-exit-flags");
+    let out = Command::new(env!("CARGO_BIN_EXE_apistore"))
+        .args(["--endpoints", &f.endpoint, "--prefix", &f.prefix])
+        .args(["--user", "root", "get", "configmaps/default/cm1"])
+        .env_remove("APISTORE_PASSWORD")
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("--user needs a password"), "{stderr}");
+}
+
+#[tokio::test]
+async fn a_storage_error_exits_1_with_its_reason() {
+    let f = Fixture::new("cli-exit-storage");
+    fails_with(&f, &["get", "configmaps/default/absent"], 1, "NotFound");
+    let cm = f.file(
+        "cm1.json",
+        r#"{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"cm1","namespace":"default"}}"#,
+    );
+    let cm = cm.to_str().unwrap();
+    f.ok(&["create", "configmaps/default/cm1", "-f", cm]);
+    fails_with(
+        &f,
+        &["create", "configmaps/default/cm1", "-f", cm],
+        1,
+        "AlreadyExists",
+    );
 }
