@@ -365,7 +365,7 @@ fn read_object(path: &Path) -> Result<DynamicObject, CliError> {
         })?
     };
     // YAML is a superset of JSON: one parser reads both.
-    serde_yaml::from_str(&text).map_err(|e| CliError::NotAnObject {
+    serde_norway::from_str(&text).map_err(|e| CliError::NotAnObject {
         path: path.to_owned(),
         message: e.to_string(),
     })

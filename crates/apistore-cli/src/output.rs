@@ -17,7 +17,7 @@ pub(crate) fn print<T: Serialize>(format: OutputFormat, value: &T) -> Result<(),
             text
         }
         OutputFormat::Yaml => {
-            serde_yaml::to_string(value).map_err(|e| CliError::Output(e.to_string()))?
+            serde_norway::to_string(value).map_err(|e| CliError::Output(e.to_string()))?
         }
         OutputFormat::Table => {
             let value = serde_json::to_value(value).map_err(|e| CliError::Output(e.to_string()))?;

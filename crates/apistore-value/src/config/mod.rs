@@ -77,7 +77,7 @@ impl EncryptionConfig {
     /// Parses and validates a configuration given as YAML or JSON text.
     pub fn parse(text: &str) -> Result<Self, ConfigError> {
         let raw: raw::RawConfig =
-            serde_yaml::from_str(text).map_err(|err| ConfigError::Decode {
+            serde_norway::from_str(text).map_err(|err| ConfigError::Decode {
                 field: None,
                 message: err.to_string(),
             })?;

@@ -4,7 +4,7 @@
 
 use std::sync::Arc;
 
-use serde_yaml::Value;
+use serde_norway::Value;
 
 use super::error::ConfigError;
 use super::raw::{RawIdentity, RawKeys};
@@ -138,12 +138,12 @@ pub(super) fn decode(
     }
     let (name, body) = named.into_iter().next()?;
     let path = format!("{field}.{name}");
-    let decode_err = |err: serde_yaml::Error| ConfigError::Decode {
+    let decode_err = |err: serde_norway::Error| ConfigError::Decode {
         field: Some(path.clone()),
         message: err.to_string(),
     };
     if name == "identity" {
-        return match serde_yaml::from_value::<RawIdentity>(body) {
+        return match serde_norway::from_value::<RawIdentity>(body) {
             Ok(RawIdentity {}) => Some(ProviderSpec::Identity),
             Err(err) => {
                 errors.push(decode_err(err));
@@ -158,7 +158,7 @@ pub(super) fn decode(
         });
         return None;
     };
-    match serde_yaml::from_value::<RawKeys>(body) {
+    match serde_norway::from_value::<RawKeys>(body) {
         Ok(raw) => {
             let keys_path = format!("{path}.keys");
             let keys = validate::keys(kind, raw.keys.unwrap_or_default(), &keys_path, errors);

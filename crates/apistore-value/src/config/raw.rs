@@ -28,7 +28,7 @@ pub(crate) struct RawResource {
     #[serde(default)]
     pub(crate) resources: Option<Vec<String>>,
     #[serde(default)]
-    pub(crate) providers: Option<Vec<serde_yaml::Value>>,
+    pub(crate) providers: Option<Vec<serde_norway::Value>>,
 }
 
 /// The body of an `aesgcm`, `aescbc` or `secretbox` provider.
