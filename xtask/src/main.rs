@@ -405,8 +405,8 @@ fn soak(root: &Path, soak_args: &[String]) -> Result<()> {
         "--release",
         "--quiet",
         "-p",
-        "apistore-etcd3",
-        "--example",
+        "apistore-bench",
+        "--bin",
         "soak",
     ]);
     if !soak_args.is_empty() {

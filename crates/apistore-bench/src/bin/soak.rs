@@ -2,7 +2,7 @@
 //! midway, then a reckoning against etcd itself.
 //!
 //! `cargo xtask soak` runs it (it provisions etcd); by hand:
-//! `APISTORE_ETCD_BIN=/usr/bin/etcd cargo run --release -p apistore-etcd3 --example soak
+//! `APISTORE_ETCD_BIN=/usr/bin/etcd cargo run --release -p apistore-bench --bin soak
 //! -- [--seconds 60] [--tasks 32]`.
 //!
 //! Of the tasks, one in eight (at least one) follow the namespace as a client-go
