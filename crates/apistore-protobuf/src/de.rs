@@ -16,6 +16,7 @@
 //! copies nothing twice. Errors name the kind and the field path.
 
 use std::borrow::Cow;
+use std::cell::RefCell;
 use std::fmt;
 
 use base64::Engine as _;
@@ -27,7 +28,7 @@ use crate::json_write::{utf8_len, validate, write_f64};
 use crate::schema::{Message, Schema, Special, Ty};
 use crate::special::{SpecialValue, interpret};
 use crate::walk::{
-    Entries, MAX_DEPTH, MapEntries, Segs, Slot, collect, is_empty_wrapped, map_entries, slot,
+    Entries, MAX_DEPTH, MapEntries, Segs, Slot, collect_into, is_empty_wrapped, map_entries, slot,
 };
 use crate::wire::{WireVal, read_varint};
 
@@ -40,7 +41,11 @@ pub(crate) fn deserialize<'de, T: de::Deserialize<'de>>(
     raw: &'de [u8],
     api_version: &'de str,
 ) -> Result<T, ProtobufError> {
-    let ctx = Ctx { schema, kind };
+    let ctx = Ctx {
+        schema,
+        kind,
+        buffers: RefCell::new(Vec::new()),
+    };
     let root = Path {
         parent: None,
         step: PathStep::Root,
@@ -57,11 +62,30 @@ pub(crate) fn deserialize<'de, T: de::Deserialize<'de>>(
 struct Ctx<'de> {
     schema: &'de Schema,
     kind: &'de str,
+    /// Entry buffers of structs already walked, for the next ones to reuse.
+    buffers: RefCell<Vec<Entries<'de>>>,
 }
 
-impl Ctx<'_> {
+impl<'de> Ctx<'de> {
+    /// The known fields of `m` in a reused buffer.
+    fn collect(&self, m: &Message, segs: &[&'de [u8]]) -> Result<Entries<'de>, String> {
+        let mut entries = self
+            .buffers
+            .borrow_mut()
+            .pop()
+            .unwrap_or_else(|| Vec::with_capacity(16));
+        collect_into(m, segs, &mut entries)?;
+        Ok(entries)
+    }
+
+    fn give_back(&self, mut entries: Entries<'de>) {
+        entries.clear();
+        self.buffers.borrow_mut().push(entries);
+    }
+
+    #[cold]
     fn err(&self, path: &Path<'_>, reason: impl Into<String>) -> DeError {
-        DeError::Protobuf(ProtobufError::Decode {
+        DeError::protobuf(ProtobufError::Decode {
             kind: self.kind.to_string(),
             path: path.format(),
             reason: reason.into(),
@@ -110,9 +134,13 @@ impl<'p> Path<'p> {
 
 /// The deserializer's error: a protobuf error already naming kind and path, or a
 /// visitor's own complaint (a missing field, a wrong type) that gets the path of the
-/// innermost value it came out of.
+/// innermost value it came out of. Boxed, so the `Result`s passed up through every
+/// visitor call stay a word wide.
 #[derive(Debug)]
-pub(crate) enum DeError {
+pub(crate) struct DeError(Box<DeErrorKind>);
+
+#[derive(Debug)]
+enum DeErrorKind {
     Protobuf(ProtobufError),
     Custom {
         reason: String,
@@ -121,20 +149,28 @@ pub(crate) enum DeError {
 }
 
 impl DeError {
-    fn at(self, path: &Path<'_>) -> Self {
-        match self {
-            Self::Custom { reason, path: None } => Self::Custom {
-                reason,
-                path: Some(path.format()),
-            },
-            e => e,
+    fn protobuf(e: ProtobufError) -> Self {
+        Self(Box::new(DeErrorKind::Protobuf(e)))
+    }
+
+    fn custom_text(reason: String) -> Self {
+        Self(Box::new(DeErrorKind::Custom { reason, path: None }))
+    }
+
+    fn at(mut self, at: &Path<'_>) -> Self {
+        if let DeErrorKind::Custom {
+            path: path @ None, ..
+        } = &mut *self.0
+        {
+            *path = Some(at.format());
         }
+        self
     }
 
     fn into_protobuf(self, kind: &str) -> ProtobufError {
-        match self {
-            Self::Protobuf(e) => e,
-            Self::Custom { reason, path } => ProtobufError::Deserialize {
+        match *self.0 {
+            DeErrorKind::Protobuf(e) => e,
+            DeErrorKind::Custom { reason, path } => ProtobufError::Deserialize {
                 kind: kind.to_string(),
                 path: path.unwrap_or_else(|| ".".into()),
                 reason,
@@ -145,9 +181,9 @@ impl DeError {
 
 impl fmt::Display for DeError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Self::Protobuf(e) => e.fmt(f),
-            Self::Custom { reason, path } => match path {
+        match &*self.0 {
+            DeErrorKind::Protobuf(e) => e.fmt(f),
+            DeErrorKind::Custom { reason, path } => match path {
                 Some(p) => write!(f, "at {p}: {reason}"),
                 None => f.write_str(reason),
             },
@@ -159,18 +195,12 @@ impl std::error::Error for DeError {}
 
 impl de::Error for DeError {
     fn custom<T: fmt::Display>(msg: T) -> Self {
-        Self::Custom {
-            reason: msg.to_string(),
-            path: None,
-        }
+        Self::custom_text(msg.to_string())
     }
 }
 
 fn json_err(e: &serde_json::Error) -> DeError {
-    DeError::Custom {
-        reason: e.to_string(),
-        path: None,
-    }
+    DeError::custom_text(e.to_string())
 }
 
 /// One value, as the JSON text would hold it.
@@ -301,12 +331,14 @@ impl<'p, 'de> ValueDe<'p, 'de> {
             let sv = interpret(m, segs.as_slice()).map_err(|e| self.err(e))?;
             let val = match sv {
                 SpecialValue::Null => Val::Null,
-                SpecialValue::Quoted(text) => {
-                    let inner = text
-                        .get(1..text.len().saturating_sub(1))
-                        .unwrap_or_default();
-                    match std::str::from_utf8(inner) {
-                        Ok(s) => Val::Owned(s.to_string()),
+                SpecialValue::Quoted(mut text) => {
+                    // The text without its quotes, in place.
+                    text.pop();
+                    if !text.is_empty() {
+                        text.remove(0);
+                    }
+                    match String::from_utf8(text) {
+                        Ok(s) => Val::Owned(s),
                         Err(_) => return Err(self.err("special value is not UTF-8")),
                     }
                 }
@@ -338,7 +370,7 @@ impl<'de> de::Deserializer<'de> for ValueDe<'_, 'de> {
         let (ctx, path, depth) = (de.ctx, de.path, de.depth);
         match de.val {
             Val::Top(m, raw, av) => {
-                let entries = collect(m, &[raw]).map_err(|e| ctx.err(path, e))?;
+                let entries = ctx.collect(m, &[raw]).map_err(|e| ctx.err(path, e))?;
                 visitor.visit_map(StructAccess::new(
                     ctx,
                     path,
@@ -401,7 +433,9 @@ impl<'de> de::Deserializer<'de> for ValueDe<'_, 'de> {
                     return Err(ctx.err(path, format!("messages nested deeper than {MAX_DEPTH}")));
                 }
                 let m = &ctx.schema.messages[id];
-                let entries = collect(m, segs.as_slice()).map_err(|e| ctx.err(path, e))?;
+                let entries = ctx
+                    .collect(m, segs.as_slice())
+                    .map_err(|e| ctx.err(path, e))?;
                 visitor.visit_map(StructAccess::new(ctx, path, depth, m, entries, None))
             }
             Val::Elements(inner, vals) => visitor.visit_seq(ElementsAccess {
@@ -493,6 +527,38 @@ struct Frame<'de> {
     field: usize,
     /// The first entry not yet consumed.
     cursor: usize,
+    /// The first of `m.visit_absent` not yet looked at.
+    absent: usize,
+}
+
+impl<'de> Frame<'de> {
+    fn new(m: &'de Message, entries: Entries<'de>) -> Self {
+        Self {
+            m,
+            entries,
+            field: 0,
+            cursor: 0,
+            absent: 0,
+        }
+    }
+
+    /// The next field to look at: the next present one or the next that Go writes
+    /// even when absent, whichever comes first (the others would be left out).
+    fn next_field(&mut self) -> Option<usize> {
+        let va = &self.m.visit_absent;
+        while va.get(self.absent).is_some_and(|&i| i < self.field) {
+            self.absent += 1;
+        }
+        let present = self.entries.get(self.cursor).map(|e| e.0);
+        let absent = va.get(self.absent).copied();
+        let i = match (present, absent) {
+            (Some(p), Some(a)) => p.min(a),
+            (Some(i), None) | (None, Some(i)) => i,
+            (None, None) => return None,
+        };
+        self.field = i + 1;
+        Some(i)
+    }
 }
 
 enum Pending<'de> {
@@ -512,7 +578,9 @@ struct StructAccess<'p, 'de> {
     ctx: &'p Ctx<'de>,
     path: &'p Path<'p>,
     depth: usize,
-    frames: Vec<Frame<'de>>,
+    /// The struct itself, then the inline structs being walked inside it.
+    root: Frame<'de>,
+    inline: Vec<Frame<'de>>,
     /// At the top level, (kind, apiVersion) until TypeMeta's place is reached.
     type_meta: Option<(&'de str, &'de str)>,
     /// (kind, apiVersion, how many written) while writing them.
@@ -529,18 +597,12 @@ impl<'p, 'de> StructAccess<'p, 'de> {
         entries: Entries<'de>,
         type_meta: Option<(&'de str, &'de str)>,
     ) -> Self {
-        let mut frames = Vec::with_capacity(2);
-        frames.push(Frame {
-            m,
-            entries,
-            field: 0,
-            cursor: 0,
-        });
         Self {
             ctx,
             path,
             depth,
-            frames,
+            root: Frame::new(m, entries),
+            inline: Vec::new(),
             type_meta,
             writing_meta: None,
             pending: None,
@@ -574,16 +636,20 @@ impl<'de> MapAccess<'de> for StructAccess<'_, 'de> {
                 }
                 continue;
             }
-            let Some(fi) = self.frames.len().checked_sub(1) else {
+            let fi = self.inline.len();
+            let frame = self.inline.last_mut().unwrap_or(&mut self.root);
+            let Some(i) = frame.next_field() else {
+                match self.inline.pop() {
+                    Some(done) => {
+                        self.ctx.give_back(done.entries);
+                        continue;
+                    }
+                    None => return Ok(None),
+                }
+            };
+            let Some(f) = frame.m.fields.get(i) else {
                 return Ok(None);
             };
-            let frame = &mut self.frames[fi];
-            let Some(f) = frame.m.fields.get(frame.field) else {
-                self.frames.pop();
-                continue;
-            };
-            let i = frame.field;
-            frame.field += 1;
             let start = frame.cursor;
             while frame.entries.get(frame.cursor).is_some_and(|e| e.0 == i) {
                 frame.cursor += 1;
@@ -612,14 +678,11 @@ impl<'de> MapAccess<'de> for StructAccess<'_, 'de> {
                     ));
                 }
                 let segs = Segs::of(&frame.entries[start..end]);
-                let entries =
-                    collect(cm, segs.as_slice()).map_err(|e| self.ctx.err(self.path, e))?;
-                self.frames.push(Frame {
-                    m: cm,
-                    entries,
-                    field: 0,
-                    cursor: 0,
-                });
+                let entries = self
+                    .ctx
+                    .collect(cm, segs.as_slice())
+                    .map_err(|e| self.ctx.err(self.path, e))?;
+                self.inline.push(Frame::new(cm, entries));
                 continue;
             }
             let vals = &frame.entries[start..end];
@@ -657,9 +720,11 @@ impl<'de> MapAccess<'de> for StructAccess<'_, 'de> {
                 slot,
             }) => {
                 let path = self.path.child(PathStep::Field(name));
-                let vals = self
-                    .frames
-                    .get(frame)
+                let f = match frame.checked_sub(1) {
+                    None => Some(&self.root),
+                    Some(k) => self.inline.get(k),
+                };
+                let vals = f
                     .and_then(|f| f.entries.get(start..end))
                     .unwrap_or_default();
                 let val = from_slot(slot, vals).map_err(|e| self.ctx.err(&path, e))?;
@@ -672,6 +737,15 @@ impl<'de> MapAccess<'de> for StructAccess<'_, 'de> {
                 .map_err(|e| e.at(&path))
             }
         }
+    }
+}
+
+impl Drop for StructAccess<'_, '_> {
+    fn drop(&mut self) {
+        for f in self.inline.drain(..) {
+            self.ctx.give_back(f.entries);
+        }
+        self.ctx.give_back(std::mem::take(&mut self.root.entries));
     }
 }
 

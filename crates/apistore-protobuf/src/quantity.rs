@@ -8,6 +8,48 @@
 //! through unchanged; that is a known difference from Go.
 
 use std::borrow::Cow;
+use std::cell::RefCell;
+use std::collections::HashMap;
+
+/// [`canonical`], remembered per thread for the strings seen recently: a list of
+/// objects repeats the same few quantities (`"1"`, `"512Mi"`, `"250m"`) in every
+/// item, and most are already canonical, so this is usually a lookup that borrows.
+pub(crate) fn canonical_cached(s: &str) -> Result<Cow<'_, str>, String> {
+    /// Quantities remembered per thread before the cache starts over.
+    const CAPACITY: usize = 512;
+    /// Longer strings are not remembered.
+    const LONGEST: usize = 64;
+    thread_local! {
+        static SEEN: RefCell<HashMap<Box<str>, Option<Box<str>>>> = RefCell::new(HashMap::new());
+    }
+    if s.len() > LONGEST {
+        return canonical(s);
+    }
+    let hit = SEEN.with(|seen| {
+        seen.borrow()
+            .get(s)
+            .map(|c| c.as_ref().map(|c| String::from(&**c)))
+    });
+    match hit {
+        Some(None) => Ok(Cow::Borrowed(s)),
+        Some(Some(c)) => Ok(Cow::Owned(c)),
+        None => {
+            let c = canonical(s)?;
+            let remembered = match &c {
+                Cow::Borrowed(_) => None,
+                Cow::Owned(o) => Some(Box::from(o.as_str())),
+            };
+            SEEN.with(|seen| {
+                let mut seen = seen.borrow_mut();
+                if seen.len() >= CAPACITY {
+                    seen.clear();
+                }
+                seen.insert(Box::from(s), remembered);
+            });
+            Ok(c)
+        }
+    }
+}
 
 /// The canonical form of a quantity string, or Go's parse error.
 pub(crate) fn canonical(s: &str) -> Result<Cow<'_, str>, String> {

@@ -56,7 +56,31 @@ pub(crate) struct Field {
     pub(crate) inline: bool,
     pub(crate) tag: u32,
     pub(crate) ty: Ty,
+    /// The wire types Go's generated code accepts for the field, as bits
+    /// `1 << wire type`.
+    pub(crate) wire_mask: u8,
 }
+
+/// The wire types (as bits `1 << wire type`) Go's generated code accepts for `ty`.
+fn wire_mask(ty: &Ty) -> u8 {
+    const VARINT: u8 = 1 << 0;
+    const FIXED64: u8 = 1 << 1;
+    const BYTES: u8 = 1 << 2;
+    match ty {
+        Ty::Ptr(inner) => wire_mask(inner),
+        Ty::Slice(inner) => match **inner {
+            // Packed or not.
+            Ty::I32 | Ty::I64 | Ty::Bool | Ty::F64 => BYTES | wire_mask(inner),
+            _ => wire_mask(inner),
+        },
+        Ty::Str | Ty::Bytes | Ty::Msg(_) | Ty::Map(_) => BYTES,
+        Ty::Bool | Ty::I32 | Ty::I64 => VARINT,
+        Ty::F64 => FIXED64,
+    }
+}
+
+/// Tags up to this have a direct lookup table; larger ones are binary searched.
+const DIRECT_TAGS: u32 = 256;
 
 /// One Go struct (a protobuf message).
 #[derive(Debug, Clone)]
@@ -67,13 +91,25 @@ pub(crate) struct Message {
     pub(crate) fields: Vec<Field>,
     /// Field indices in ascending tag order (protobuf order); tag 0 left out.
     pub(crate) by_tag: Vec<usize>,
+    /// `tag -> field index + 1` (0: no such field) for tags below [`DIRECT_TAGS`].
+    pub(crate) tag_table: Box<[u16]>,
     /// Every JSON name this struct accepts, inline structs flattened, sorted.
     pub(crate) json_names: Vec<Box<str>>,
+    /// The fields Go's JSON has something for even when they are absent from the
+    /// protobuf (not `omitempty`, inline, or a struct), ascending: a walk needs to
+    /// look at only these and the fields present.
+    pub(crate) visit_absent: Vec<usize>,
 }
 
 impl Message {
     /// The index of the field with this protobuf tag.
     pub(crate) fn field_for_tag(&self, tag: u32) -> Option<usize> {
+        if let Some(&i) = self.tag_table.get(tag as usize) {
+            return usize::from(i).checked_sub(1);
+        }
+        if tag < DIRECT_TAGS {
+            return None;
+        }
         self.by_tag
             .binary_search_by_key(&tag, |&i| self.fields[i].tag)
             .ok()
@@ -225,6 +261,7 @@ fn parse_message(name: &str, def: &Value, index: &HashMap<&str, usize>) -> Resul
             omitempty: flags.contains('o'),
             inline: flags.contains('i'),
             tag,
+            wire_mask: wire_mask(&ty),
             ty,
         });
     }
@@ -236,12 +273,33 @@ fn parse_message(name: &str, def: &Value, index: &HashMap<&str, usize>) -> Resul
     {
         return Err(format!("{name}: duplicate protobuf tag"));
     }
+    let top = fields
+        .iter()
+        .map(|f| f.tag)
+        .filter(|&t| t < DIRECT_TAGS)
+        .max()
+        .unwrap_or(0);
+    let mut tag_table = vec![0u16; top as usize + 1];
+    for (i, f) in fields.iter().enumerate() {
+        if f.tag != 0 && f.tag < DIRECT_TAGS {
+            let slot = u16::try_from(i + 1).map_err(|_| format!("{name}: too many fields"))?;
+            tag_table[f.tag as usize] = slot;
+        }
+    }
+    let visit_absent = (0..fields.len())
+        .filter(|&i| {
+            let f = &fields[i];
+            !f.omitempty || f.inline || matches!(f.ty, Ty::Msg(_))
+        })
+        .collect();
     Ok(Message {
         name: name.into(),
         special,
         fields,
         by_tag,
+        tag_table: tag_table.into_boxed_slice(),
         json_names: Vec::new(),
+        visit_absent,
     })
 }
 

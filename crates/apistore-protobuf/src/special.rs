@@ -65,7 +65,7 @@ pub(crate) fn interpret<'s, 'a>(
                 }
             }
             let s = std::str::from_utf8(text).map_err(|_| "quantity is not UTF-8")?;
-            SpecialValue::Text(quantity::canonical(s)?)
+            SpecialValue::Text(quantity::canonical_cached(s)?)
         }
         Special::Duration => {
             let e = collect(m, segs)?;

@@ -44,11 +44,14 @@ pub(crate) fn write_rfc3339(out: &mut Vec<u8>, secs: i64, micros: Option<u32>) {
     if y < 0 {
         out.push(b'-');
     }
-    let ys = y.unsigned_abs().to_string();
-    for _ in ys.len()..4 {
-        out.push(b'0');
+    let ya = y.unsigned_abs();
+    if ya < 10_000 {
+        // The common case, without formatting machinery: four digits.
+        push2(out, (ya / 100) as u32);
+        push2(out, (ya % 100) as u32);
+    } else {
+        out.extend_from_slice(ya.to_string().as_bytes());
     }
-    out.extend_from_slice(ys.as_bytes());
     out.push(b'-');
     push2(out, m);
     out.push(b'-');
@@ -60,7 +63,11 @@ pub(crate) fn write_rfc3339(out: &mut Vec<u8>, secs: i64, micros: Option<u32>) {
     out.push(b':');
     push2(out, rem % 60);
     if let Some(us) = micros {
-        out.extend_from_slice(format!(".{us:06}").as_bytes());
+        out.push(b'.');
+        let us = us % 1_000_000;
+        push2(out, us / 10_000);
+        push2(out, us / 100 % 100);
+        push2(out, us % 100);
     }
     out.extend_from_slice(b"Z\"");
 }

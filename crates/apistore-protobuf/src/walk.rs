@@ -21,14 +21,24 @@ pub(crate) type Entries<'a> = Vec<(usize, WireVal<'a>)>;
 /// Reads the known fields of `m` from its (merged) segments.
 pub(crate) fn collect<'a>(m: &Message, segs: &[&'a [u8]]) -> Result<Entries<'a>, String> {
     let mut entries = Vec::new();
+    collect_into(m, segs, &mut entries)?;
+    Ok(entries)
+}
+
+/// [`collect`] into a buffer (cleared first), so a walk can reuse its allocations.
+pub(crate) fn collect_into<'a>(
+    m: &Message,
+    segs: &[&'a [u8]],
+    entries: &mut Entries<'a>,
+) -> Result<(), String> {
+    entries.clear();
     for seg in segs {
         for item in Fields::new(seg) {
             let (tag, val) = item?;
             let Some(idx) = m.field_for_tag(tag) else {
                 continue;
             };
-            let ty = &m.fields[idx].ty;
-            if !wire_fits(ty, &val) {
+            if m.fields[idx].wire_mask & (1 << val.wire_type()) == 0 {
                 return Err(format!(
                     "proto: wrong wireType = {} for field {} (tag {tag}) of {}",
                     val.wire_type(),
@@ -40,8 +50,10 @@ pub(crate) fn collect<'a>(m: &Message, segs: &[&'a [u8]]) -> Result<Entries<'a>,
         }
     }
     // Stable, and cheap on the common case of fields already in order.
-    entries.sort_by_key(|e| e.0);
-    Ok(entries)
+    if !entries.is_sorted_by_key(|e| e.0) {
+        entries.sort_by_key(|e| e.0);
+    }
+    Ok(())
 }
 
 /// The segments of a nested message: every length-delimited occurrence, merged.

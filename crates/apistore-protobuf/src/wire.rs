@@ -23,7 +23,15 @@ impl WireVal<'_> {
 }
 
 /// Reads a varint at `*pos`, advancing it. At most ten bytes, like Go's generated code.
+#[inline]
 pub(crate) fn read_varint(buf: &[u8], pos: &mut usize) -> Result<u64, &'static str> {
+    // Tags and most lengths are one byte.
+    if let Some(&b) = buf.get(*pos) {
+        if b < 0x80 {
+            *pos += 1;
+            return Ok(u64::from(b));
+        }
+    }
     let mut value: u64 = 0;
     for shift in (0..64).step_by(7) {
         let Some(&b) = buf.get(*pos) else {
@@ -60,6 +68,7 @@ impl<'a> Fields<'a> {
         Self { buf, pos: 0 }
     }
 
+    #[inline]
     fn next_field(&mut self) -> Result<Option<(u32, WireVal<'a>)>, String> {
         loop {
             if self.pos >= self.buf.len() {
@@ -152,6 +161,7 @@ impl<'a> Fields<'a> {
 impl<'a> Iterator for Fields<'a> {
     type Item = Result<(u32, WireVal<'a>), String>;
 
+    #[inline]
     fn next(&mut self) -> Option<Self::Item> {
         match self.next_field() {
             Ok(Some(f)) => Some(Ok(f)),
