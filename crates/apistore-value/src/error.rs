@@ -51,6 +51,10 @@ pub enum TransformError {
     /// Decryption or authentication failed (wrong key, tampered data, wrong etcd key).
     #[error("{0}")]
     Crypto(String),
+    /// The KMS v2 envelope or its plugin failed; the message names the provider and,
+    /// where there is one, the key id (by its SHA-256, as kube does).
+    #[error("{0}")]
+    Kms(String),
     /// Several transformers matched the value's prefix and all failed. Shown as
     /// kube-apiserver shows an aggregate: the distinct messages, `[a, b]`.
     #[error("{}", aggregate_message(.0))]

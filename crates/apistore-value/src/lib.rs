@@ -13,6 +13,8 @@
 //!   [`SecretboxTransformer`] (`secretbox`), [`IdentityTransformer`] (`identity`, which
 //!   refuses encrypted data), and [`AesGcmExtendedNonceTransformer`] (kube's HKDF
 //!   variant, used upstream under KMSv2).
+//! - [`KmsV2Envelope`] (`kms`, apiVersion v2): kube's KMS v2 envelope over a
+//!   [`KmsService`] plugin, in [`kms_v2`].
 //! - [`PrefixTransformers`]: kube's `NewPrefixTransformers`, the prefix-selected list
 //!   that picks a provider (`k8s:enc:aesgcm:v1:`) and then a key (`key1:`), with stale
 //!   detection and the metric labels kube records, reported to a
@@ -22,7 +24,7 @@
 //!
 //! Left to others: Prometheus metrics (the telemetry crate implements
 //! [`TransformObserver`]), logging of failures, and rewriting stale values (the etcd3
-//! store). KMS providers and reloading the configuration are not offered.
+//! store). Reloading the configuration is not offered.
 //!
 //! # Example: reading a value kube-apiserver encrypted
 //!
@@ -84,6 +86,7 @@ mod aes_gcm_extended;
 pub mod config;
 mod error;
 mod identity;
+pub mod kms_v2;
 pub mod observer;
 mod prefix;
 mod random;
@@ -101,6 +104,7 @@ pub use aes_gcm_extended::{AesGcmExtendedNonceTransformer, EXTENDED_NONCE_INFO_S
 pub use config::{ConfigError, EncryptionConfig, GroupResource};
 pub use error::TransformError;
 pub use identity::{ENCRYPTED_PREFIX, IdentityTransformer};
+pub use kms_v2::{KmsService, KmsV2Envelope, KmsV2Options};
 pub use observer::{NoopObserver, TransformObserver, TransformationType};
 pub use prefix::{PrefixTransformer, PrefixTransformers};
 pub use secretbox::{

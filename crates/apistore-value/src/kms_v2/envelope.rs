@@ -1,0 +1,441 @@
+//! The KMS v2 envelope transformer (kube's `envelopeTransformer` in
+//! `kmsv2/envelope.go`) and the plugin probe that keeps its write state (kube's
+//! `kmsv2PluginProbe` in `pkg/server/options/encryptionconfig/config.go`).
+//!
+//! Writes seal each value with HKDF-SHA256 extended-nonce AES-GCM under a 32-byte seed
+//! generated here, encrypted once by the plugin and reused until a health check sees
+//! the plugin's key id change; a write state is good for 3 minutes after the last
+//! healthy check, so a plugin that stays down stops writes but never reads. Reads
+//! decrypt the DEK source through the plugin once and cache the result; a value whose
+//! key id or source type differs from the current write state's is stale.
+
+use std::sync::mpsc;
+use std::sync::{Arc, Mutex, RwLock};
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+
+use super::cache::{DEFAULT_DEK_CACHE_SIZE, DekCache};
+use super::encrypted_object::{
+    EncryptedDekSourceType, EncryptedObject, key_id_hash, validate_key_id,
+};
+use super::service::{DecryptRequest, KmsError, KmsService, StatusResponse};
+use crate::{
+    AesGcmExtendedNonceTransformer, AesGcmTransformer, EXTENDED_NONCE_INFO_SIZE, Plaintext, Result,
+    TransformError, Transformer, random,
+};
+
+/// The prefix of every KMS v2 value, before the provider name and `:`.
+pub const KMS_V2_PREFIX: &str = "k8s:enc:kms:v2:";
+/// kube's default plugin call timeout when the configuration gives none.
+pub const DEFAULT_KMS_TIMEOUT: Duration = Duration::from_secs(3);
+/// How long after a healthy check the plugin is checked again (kube's
+/// `kmsv2PluginHealthzPositiveInterval`).
+pub const HEALTHZ_POSITIVE_INTERVAL: Duration = Duration::from_secs(60);
+/// How long after a failed check the plugin is checked again (kube's
+/// `kmsv2PluginHealthzNegativeInterval`).
+pub const HEALTHZ_NEGATIVE_INTERVAL: Duration = Duration::from_secs(10);
+/// How long a DEK may be written with after the last healthy check (kube's
+/// `kmsv2PluginWriteDEKSourceMaxTTL`).
+pub const WRITE_DEK_SOURCE_MAX_TTL: Duration = Duration::from_secs(180);
+
+/// The knobs of a [`KmsV2Envelope`].
+#[derive(Debug, Clone)]
+pub struct KmsV2Options {
+    /// The longest a plugin call may take (the provider's `timeout`).
+    pub timeout: Duration,
+    /// How many decrypted DEK sources are kept.
+    pub dek_cache_size: usize,
+}
+
+impl Default for KmsV2Options {
+    fn default() -> Self {
+        Self {
+            timeout: DEFAULT_KMS_TIMEOUT,
+            dek_cache_size: DEFAULT_DEK_CACHE_SIZE,
+        }
+    }
+}
+
+/// What writes seal with: kube's `envelopekmsv2.State`.
+#[derive(Debug)]
+struct WriteState {
+    transformer: Arc<dyn Transformer>,
+    /// The object every write copies, without its data.
+    object: EncryptedObject,
+    cache_key: Vec<u8>,
+    expires: Instant,
+}
+
+#[derive(Debug, Default)]
+struct Health {
+    last: Option<(Instant, std::result::Result<(), TransformError>)>,
+    version: String,
+}
+
+/// A KMS v2 provider: a [`Transformer`] for the bytes after `k8s:enc:kms:v2:<name>:`.
+///
+/// Build it with [`KmsV2Envelope::new`], then [`KmsV2Envelope::check`] once to prime it
+/// (a write or read does so itself when it finds no state). Health is checked again
+/// on kube's schedule, lazily, by the writes that find the last check due.
+#[derive(Debug)]
+pub struct KmsV2Envelope {
+    name: String,
+    service: Arc<dyn KmsService>,
+    options: KmsV2Options,
+    cache: DekCache,
+    state: RwLock<Option<Arc<WriteState>>>,
+    health: Mutex<Health>,
+}
+
+impl KmsV2Envelope {
+    /// An envelope for the provider `name` over `service`, not yet primed.
+    pub fn new(
+        name: impl Into<String>,
+        service: Arc<dyn KmsService>,
+        options: KmsV2Options,
+    ) -> Self {
+        Self {
+            name: name.into(),
+            cache: DekCache::new(options.dek_cache_size),
+            service,
+            options,
+            state: RwLock::new(None),
+            health: Mutex::new(Health::default()),
+        }
+    }
+
+    /// The provider name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The stored prefix of this provider's values: `k8s:enc:kms:v2:<name>:`.
+    pub fn prefix(&self) -> String {
+        format!("{KMS_V2_PREFIX}{}:", self.name)
+    }
+
+    /// The key id writes currently use, once primed.
+    pub fn current_key_id(&self) -> Option<String> {
+        self.current_state().map(|s| s.object.key_id.clone())
+    }
+
+    /// How many decrypted DEK sources are cached.
+    pub fn cached_dek_sources(&self) -> usize {
+        self.cache.len()
+    }
+
+    /// kube's health check: `Status`, then the checks of
+    /// `isKMSv2ProviderHealthyAndMaybeRotateDEK` (healthz `ok`, version `v2`, a valid
+    /// key id) and a new DEK seed when the key id changed. A healthy check extends
+    /// the write state's life by [`WRITE_DEK_SOURCE_MAX_TTL`]; a failed one leaves
+    /// the state as it was, usable for writes until it expires.
+    pub fn check(&self) -> Result<()> {
+        let mut health = self.health.lock().unwrap_or_else(|e| e.into_inner());
+        let result = self.check_locked(&mut health);
+        health.last = Some((Instant::now(), result.clone()));
+        result
+    }
+
+    fn check_locked(&self, health: &mut Health) -> Result<()> {
+        let status = self
+            .call("Status", |s| s.status())
+            .map_err(|e| {
+                self.error(format!(
+                    "failed to perform status section of the healthz check for KMS Provider {}, error: {e}",
+                    self.name
+                ))
+            })?;
+        let mut errors = self.status_errors(&status, health);
+        if let Err(e) = validate_key_id(&status.key_id) {
+            errors.push(format!(
+                "got invalid KMSv2 KeyID hash {:?}: {e}",
+                key_id_hash(&status.key_id)
+            ));
+        } else if let Err(e) = self.rotate_on_key_id_change(&status.key_id) {
+            errors.push(e);
+        }
+        if errors.is_empty() {
+            return Ok(());
+        }
+        let joined = if errors.len() == 1 {
+            errors.remove(0)
+        } else {
+            format!("[{}]", errors.join(", "))
+        };
+        Err(self.error(format!(
+            "kmsv2 Provider {} is not healthy, error: {joined}",
+            self.name
+        )))
+    }
+
+    fn status_errors(&self, status: &StatusResponse, health: &mut Health) -> Vec<String> {
+        let mut errors = Vec::new();
+        if status.healthz != "ok" {
+            errors.push(format!("got unexpected healthz status: {}", status.healthz));
+        }
+        if status.version != "v2" && status.version != "v2beta1" {
+            errors.push(format!(
+                "expected KMSv2 API version v2, got {}",
+                status.version
+            ));
+        } else {
+            if health.version.is_empty() {
+                health.version.clone_from(&status.version);
+            }
+            if health.version != status.version {
+                errors.push(format!(
+                    "KMSv2 API version should not change after the initial status response version {}, got {}",
+                    health.version, status.version
+                ));
+            }
+        }
+        errors
+    }
+
+    /// kube's `rotateDEKOnKeyIDChange`.
+    fn rotate_on_key_id_change(&self, status_key_id: &str) -> std::result::Result<(), String> {
+        let expires = Instant::now() + WRITE_DEK_SOURCE_MAX_TTL;
+        let current = self.current_state();
+        if let Some(state) = &current {
+            if state.object.key_id == status_key_id {
+                let renewed = WriteState {
+                    transformer: Arc::clone(&state.transformer),
+                    object: state.object.clone(),
+                    cache_key: state.cache_key.clone(),
+                    expires,
+                };
+                self.store_state(renewed);
+                return Ok(());
+            }
+        }
+        let uid = new_uid();
+        let generated = self.generate(&uid);
+        match generated {
+            Ok((transformer, object)) if object.key_id == status_key_id => {
+                let cache_key = object.cache_key();
+                self.cache.set(&cache_key, Arc::clone(&transformer));
+                self.store_state(WriteState {
+                    transformer,
+                    object,
+                    cache_key,
+                    expires,
+                });
+                Ok(())
+            }
+            other => {
+                let (err, encrypt_key_id) = match other {
+                    Ok((_, object)) => (String::from("<nil>"), object.key_id),
+                    Err(e) => (e.to_string(), String::new()),
+                };
+                Err(format!(
+                    "failed to rotate DEK uid={uid:?}, useSeed=true, errGen={err}, statusKeyIDHash={:?}, encryptKeyIDHash={:?}, stateKeyIDHash={:?}",
+                    key_id_hash(status_key_id),
+                    key_id_hash(&encrypt_key_id),
+                    key_id_hash(current.as_ref().map_or("", |s| s.object.key_id.as_str())),
+                ))
+            }
+        }
+    }
+
+    /// kube's `GenerateTransformer` with a seed: a new seed, encrypted by the plugin.
+    fn generate(&self, uid: &str) -> Result<(Arc<dyn Transformer>, EncryptedObject)> {
+        let mut seed = vec![0u8; EXTENDED_NONCE_INFO_SIZE];
+        random::fill(&mut seed)?;
+        let transformer: Arc<dyn Transformer> =
+            Arc::new(AesGcmExtendedNonceTransformer::new(&seed)?);
+        let owned_uid = uid.to_owned();
+        let response = self
+            .call("Encrypt", move |s| s.encrypt(&owned_uid, &seed))
+            .map_err(|e| self.error(format!("failed to encrypt DEK, error: {e}")))?;
+        let mut object = EncryptedObject {
+            encrypted_data: vec![0],
+            key_id: response.key_id,
+            encrypted_dek_source: response.ciphertext,
+            annotations: response.annotations,
+            encrypted_dek_source_type: EncryptedDekSourceType::HkdfSha256XnonceAesGcmSeed,
+        };
+        object.validate()?;
+        object.encrypted_data.clear();
+        Ok((transformer, object))
+    }
+
+    fn store_state(&self, state: WriteState) {
+        *self.state.write().unwrap_or_else(|e| e.into_inner()) = Some(Arc::new(state));
+    }
+
+    fn current_state(&self) -> Option<Arc<WriteState>> {
+        self.state
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .as_ref()
+            .map(Arc::clone)
+    }
+
+    /// The state, priming the envelope first if it has none; runs a due health check
+    /// when `refresh` is set and no other caller is running one.
+    fn state_for(&self, refresh: bool) -> Result<Arc<WriteState>> {
+        if let Some(state) = self.current_state() {
+            if refresh {
+                self.check_if_due();
+            }
+            return Ok(self.current_state().unwrap_or(state));
+        }
+        let result = self.check();
+        self.current_state().ok_or_else(|| {
+            let why = match result {
+                Err(e) => e.to_string(),
+                Ok(()) => "no state after a healthy check".to_owned(),
+            };
+            self.error(format!(
+                "KMS provider {} has no DEK to encrypt with: {why}",
+                self.name
+            ))
+        })
+    }
+
+    fn check_if_due(&self) {
+        let Ok(mut health) = self.health.try_lock() else {
+            return;
+        };
+        let due = match &health.last {
+            None => true,
+            Some((at, Ok(()))) => at.elapsed() >= HEALTHZ_POSITIVE_INTERVAL,
+            Some((at, Err(_))) => at.elapsed() >= HEALTHZ_NEGATIVE_INTERVAL,
+        };
+        if due {
+            let result = self.check_locked(&mut health);
+            health.last = Some((Instant::now(), result));
+        }
+    }
+
+    /// Calls the plugin on a worker thread, giving up after the provider's timeout.
+    fn call<T: Send + 'static>(
+        &self,
+        operation: &'static str,
+        f: impl FnOnce(&dyn KmsService) -> std::result::Result<T, KmsError> + Send + 'static,
+    ) -> std::result::Result<T, KmsError> {
+        let service = Arc::clone(&self.service);
+        let (tx, rx) = mpsc::sync_channel(1);
+        let spawned = std::thread::Builder::new()
+            .name(format!("kms-{operation}"))
+            .spawn(move || {
+                let _ = tx.send(f(service.as_ref()));
+            });
+        if let Err(e) = spawned {
+            return Err(KmsError::Failed {
+                operation,
+                message: format!("could not start the call: {e}"),
+            });
+        }
+        match rx.recv_timeout(self.options.timeout) {
+            Ok(result) => result,
+            Err(mpsc::RecvTimeoutError::Timeout) => Err(KmsError::Timeout {
+                operation,
+                after: self.options.timeout,
+            }),
+            Err(mpsc::RecvTimeoutError::Disconnected) => Err(KmsError::Failed {
+                operation,
+                message: "the call ended without an answer".to_owned(),
+            }),
+        }
+    }
+
+    fn error(&self, message: String) -> TransformError {
+        TransformError::Kms(message)
+    }
+
+    /// The transformer of a stored object's DEK source: the write state's, the
+    /// cache's, or the plugin's answer (then cached).
+    fn read_transformer(
+        &self,
+        object: &EncryptedObject,
+        state: &WriteState,
+    ) -> Result<Arc<dyn Transformer>> {
+        let cache_key = object.cache_key();
+        if cache_key == state.cache_key {
+            return Ok(Arc::clone(&state.transformer));
+        }
+        if let Some(t) = self.cache.get(&cache_key) {
+            return Ok(t);
+        }
+        let request = DecryptRequest {
+            ciphertext: object.encrypted_dek_source.clone(),
+            key_id: object.key_id.clone(),
+            annotations: object.annotations.clone(),
+        };
+        let uid = new_uid();
+        let key = self
+            .call("Decrypt", move |s| s.decrypt(&uid, &request))
+            .map_err(|e| {
+                self.error(format!(
+                    "failed to decrypt DEK with keyID hash {:?} of KMS provider {}, error: {e}",
+                    key_id_hash(&object.key_id),
+                    self.name
+                ))
+            })?;
+        let transformer: Arc<dyn Transformer> = match object.encrypted_dek_source_type {
+            EncryptedDekSourceType::HkdfSha256XnonceAesGcmSeed => {
+                Arc::new(AesGcmExtendedNonceTransformer::new(&key)?)
+            }
+            EncryptedDekSourceType::AesGcmKey => Arc::new(AesGcmTransformer::new(&key)?),
+        };
+        self.cache.set(&cache_key, Arc::clone(&transformer));
+        Ok(transformer)
+    }
+}
+
+impl Transformer for KmsV2Envelope {
+    fn transform_from_storage(&self, data: Bytes, authenticated_data: &[u8]) -> Result<Plaintext> {
+        let object = EncryptedObject::decode(&data)?;
+        let state = self.state_for(false)?;
+        let transformer = self.read_transformer(&object, &state)?;
+        let plain = transformer
+            .transform_from_storage(Bytes::from(object.encrypted_data), authenticated_data)?;
+        let stale = plain.stale
+            || object.key_id != state.object.key_id
+            || object.encrypted_dek_source_type != state.object.encrypted_dek_source_type;
+        Ok(Plaintext {
+            data: plain.data,
+            stale,
+        })
+    }
+
+    fn transform_to_storage(&self, data: Bytes, authenticated_data: &[u8]) -> Result<Bytes> {
+        let state = self.state_for(true)?;
+        let now = Instant::now();
+        if now > state.expires {
+            return Err(self.error(format!(
+                "encryptedDEKSource with keyID hash {:?} of KMS provider {} expired {}s ago",
+                key_id_hash(&state.object.key_id),
+                self.name,
+                now.duration_since(state.expires).as_secs()
+            )));
+        }
+        let sealed = state
+            .transformer
+            .transform_to_storage(data, authenticated_data)?;
+        let mut object = state.object.clone();
+        object.encrypted_data = sealed.to_vec();
+        Ok(Bytes::from(object.encode()?))
+    }
+}
+
+/// A random (version 4) UUID for a plugin request, as kube sends.
+fn new_uid() -> String {
+    let mut b = [0u8; 16];
+    if random::fill(&mut b).is_err() {
+        return "00000000-0000-4000-8000-000000000000".to_owned();
+    }
+    b[6] = (b[6] & 0x0f) | 0x40;
+    b[8] = (b[8] & 0x3f) | 0x80;
+    let hex: String = b.iter().map(|x| format!("{x:02x}")).collect();
+    format!(
+        "{}-{}-{}-{}-{}",
+        &hex[0..8],
+        &hex[8..12],
+        &hex[12..16],
+        &hex[16..20],
+        &hex[20..32]
+    )
+}

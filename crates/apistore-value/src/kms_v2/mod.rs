@@ -1,0 +1,36 @@
+//! The `kms` provider at `apiVersion: v2`: kube's KMS v2 envelope encryption
+//! (`k8s.io/apiserver/pkg/storage/value/encrypt/envelope/kmsv2` at v0.31.1), byte for
+//! byte.
+//!
+//! A stored value is `k8s:enc:kms:v2:<provider name>:` followed by the protobuf
+//! [`EncryptedObject`]: the value sealed under a DEK, the plugin's key id, the DEK
+//! source as the plugin encrypted it, the plugin's annotations and the source type.
+//! [`KmsV2Envelope`] is the transformer; [`KmsService`] is the plugin it talks to
+//! (a trait, so the envelope is tested without sockets); [`TestKmsPlugin`] (feature
+//! `test-plugin`) is an in-process plugin for tests.
+//!
+//! Left to others: a gRPC client for plugins behind `unix://` sockets, metrics of
+//! the envelope (key id hashes, cache sizes) and reloading.
+
+mod cache;
+mod encrypted_object;
+mod envelope;
+mod service;
+#[cfg(any(test, feature = "test-plugin"))]
+mod test_plugin;
+
+#[cfg(test)]
+mod tests;
+
+pub use cache::DEFAULT_DEK_CACHE_SIZE;
+pub use encrypted_object::{
+    ANNOTATIONS_MAX_SIZE, ENCRYPTED_DEK_SOURCE_MAX_SIZE, EncryptedDekSourceType, EncryptedObject,
+    KEY_ID_MAX_SIZE, key_id_hash, validate_key_id,
+};
+pub use envelope::{
+    DEFAULT_KMS_TIMEOUT, HEALTHZ_NEGATIVE_INTERVAL, HEALTHZ_POSITIVE_INTERVAL, KMS_V2_PREFIX,
+    KmsV2Envelope, KmsV2Options, WRITE_DEK_SOURCE_MAX_TTL,
+};
+pub use service::{DecryptRequest, EncryptResponse, KmsError, KmsService, StatusResponse};
+#[cfg(any(test, feature = "test-plugin"))]
+pub use test_plugin::{KmsOperation, TestKmsPlugin};
