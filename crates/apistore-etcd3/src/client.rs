@@ -303,10 +303,14 @@ impl EtcdClient {
             let members = if config.endpoints.len() == 1 {
                 vec![(config.endpoints[0].clone(), client.clone())]
             } else {
+                // A member that has lost its leader says so at once (`no leader`, before
+                // handling the request, so even a write can go elsewhere) and ends its
+                // watch streams, as kube-apiserver's watches ask with `WithRequireLeader`.
+                let member_options = options.clone().with_require_leader(true);
                 let mut members = Vec::with_capacity(config.endpoints.len());
                 for endpoint in &config.endpoints {
                     let member =
-                        Client::connect([endpoint.as_str()], Some(options.clone())).await?;
+                        Client::connect([endpoint.as_str()], Some(member_options.clone())).await?;
                     members.push((endpoint.clone(), member));
                 }
                 members

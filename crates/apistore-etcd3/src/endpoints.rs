@@ -26,6 +26,7 @@ use std::time::Duration;
 use etcd_client::{Client, KvClient, LeaseClient, MaintenanceClient, WatchClient};
 use tokio::sync::watch;
 
+use crate::error::{Failure, classify};
 use crate::kv::MAX_RESPONSE_BYTES;
 
 /// The first and the longest pause between probes of a suspect member.
@@ -138,15 +139,19 @@ impl Members {
         self.members.len()
     }
 
-    /// The next member to send to, in turn, skipping suspect members and those in
-    /// `tried` while others remain.
+    /// The next member to send to, in turn: one not suspect and not in `tried`; else
+    /// one not suspect again (a member that refused, `no leader`, may have one by now;
+    /// a suspect one would hold the request); only when every member is suspect, one
+    /// not in `tried`.
     pub(crate) fn pick(&self, tried: &[usize]) -> (usize, Arc<Member>) {
         let n = self.members.len().max(1);
         let start = self.next.fetch_add(1, Ordering::Relaxed);
         let order = (0..n).map(|i| (start + i) % n);
+        let healthy = |i: &usize| !self.members[*i].is_suspect();
         let index = order
             .clone()
-            .find(|i| !tried.contains(i) && !self.members[*i].is_suspect())
+            .find(|i| !tried.contains(i) && healthy(i))
+            .or_else(|| order.clone().find(healthy))
             .or_else(|| order.clone().find(|i| !tried.contains(i)))
             .unwrap_or(start % n);
         (index, Arc::clone(&self.members[index]))
@@ -225,11 +230,14 @@ impl Members {
     }
 }
 
-/// One maintenance status request with a short deadline: does the member answer?
+/// One maintenance status request with a short deadline: does the member answer? Any
+/// answer from etcd counts, `no leader` included: a member between leaders is there,
+/// and refuses requests at once rather than holding them.
 async fn probe(member: &Member, timeout: Duration) -> bool {
     let mut maintenance = member.maintenance.clone();
-    matches!(
-        tokio::time::timeout(timeout, maintenance.status()).await,
-        Ok(Ok(_))
-    )
+    match tokio::time::timeout(timeout, maintenance.status()).await {
+        Ok(Ok(_)) => true,
+        Ok(Err(err)) => matches!(classify(&err), Failure::Server(_) | Failure::Refused),
+        Err(_) => false,
+    }
 }

@@ -98,9 +98,11 @@ pub enum ConnectError {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Failure {
     /// The request never left the client: the connection (TCP, or its TLS handshake)
-    /// could not be made, or etcd refused it before handling it (`no leader`). Safe to
-    /// repeat, writes included.
+    /// could not be made. Safe to repeat, writes included.
     NotSent,
+    /// etcd refused the request before handling it (`no leader`: the member has lost
+    /// its leader). Safe to repeat elsewhere, writes included.
+    Refused,
     /// The connection broke, or the peer does not speak etcd's gRPC: the request's fate
     /// is unknown. `foreign` when no I/O error explains it (the peer answered bytes that
     /// are not HTTP/2: a plain-HTTP endpoint on a TLS port, or a server that is not etcd).
@@ -138,7 +140,7 @@ pub(crate) fn classify(err: &etcd_client::Error) -> Failure {
         E::GRpcStatus(status) => {
             let Some(source) = std::error::Error::source(status) else {
                 if is_etcd_error(err, tonic::Code::Unavailable, NO_LEADER) {
-                    return Failure::NotSent;
+                    return Failure::Refused;
                 }
                 return Failure::Server(status.code());
             };
@@ -176,7 +178,7 @@ fn local_failure(cause: &(dyn std::error::Error + 'static)) -> Failure {
 /// refusal by etcd (as Go's clientv3, which resumes on Unavailable and Internal).
 pub(crate) fn is_transient(err: &etcd_client::Error) -> bool {
     match classify(err) {
-        Failure::NotSent | Failure::Transport { .. } | Failure::TimedOut => true,
+        Failure::NotSent | Failure::Refused | Failure::Transport { .. } | Failure::TimedOut => true,
         Failure::Server(code) => matches!(
             code,
             tonic::Code::Unavailable | tonic::Code::Internal | tonic::Code::Unknown
@@ -252,6 +254,7 @@ pub(crate) fn from_etcd_at(
     };
     match classify(&err) {
         Failure::NotSent => unreachable(format!("etcd{at} could not be reached: {detail}")),
+        Failure::Refused => unreachable(format!("etcd{at} has no leader: {detail}")),
         Failure::Transport { foreign: false } => {
             unreachable(format!("the connection to etcd{at} broke: {detail}"))
         }

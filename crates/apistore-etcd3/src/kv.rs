@@ -32,6 +32,10 @@ use crate::instrument::{Instrumentation, Operation};
 /// (`math.MaxInt32`).
 pub(crate) const MAX_RESPONSE_BYTES: usize = i32::MAX as usize;
 
+/// The pause before a request goes again to a member it went to already, times the
+/// attempts made.
+const RETRY_PAUSE: Duration = Duration::from_millis(25);
+
 /// A store's way to etcd's KV service.
 #[derive(Debug, Clone)]
 pub(crate) struct Kv {
@@ -101,10 +105,18 @@ impl Kv {
         let outcome = loop {
             made += 1;
             let (index, member) = self.members.pick(&tried);
-            tried.push(index);
-            if tried.len() >= self.members.len() {
-                // Every member has had its turn: any may be tried again.
-                tried.clear();
+            if tried.contains(&index) {
+                // Every member that answers has had its turn (they refused: no leader,
+                // an election is under way): give them a moment before the next round.
+                let pause = RETRY_PAUSE.saturating_mul(u32::try_from(made).unwrap_or(u32::MAX));
+                match deadline {
+                    Some(deadline) => {
+                        tokio::time::sleep_until(deadline.min(Instant::now() + pause).into()).await;
+                    }
+                    None => tokio::time::sleep(pause).await,
+                }
+            } else {
+                tried.push(index);
             }
             let attempt = self
                 .attempt(index, &member, read, deadline, request(member.kv()))
@@ -114,11 +126,14 @@ impl Kv {
                 Attempt::Done(Ok(response)) => break Ok(response),
                 Attempt::Done(Err(err)) => {
                     let failure = classify(&err);
-                    if let Some(why) = suspicion(failure) {
-                        self.members.mark_suspect(index, why);
+                    match suspicion(failure) {
+                        Some(why) => self.members.mark_suspect(index, why),
+                        // Slow is not silent: a probe decides.
+                        None if failure == Failure::TimedOut => self.members.check(index),
+                        None => {}
                     }
                     let repeatable = match failure {
-                        Failure::NotSent => true,
+                        Failure::NotSent | Failure::Refused => true,
                         Failure::Transport { foreign } => read && !foreign,
                         Failure::Server(tonic::Code::Unavailable) => read,
                         // The client's own per-request timeout is a deadline too.
@@ -131,8 +146,10 @@ impl Kv {
                 }
                 Attempt::Abandoned if again => continue,
                 Attempt::Abandoned | Attempt::Deadline => {
-                    self.members
-                        .mark_suspect(index, "a request got no answer within the deadline");
+                    // A request can outlive the deadline on a member that answers (a
+                    // proposal forwarded to a leader that froze is never answered): the
+                    // probe, not the deadline, says whether the member is silent.
+                    self.members.check(index);
                     self.record(operation, key, false, started);
                     let limit = self.request_timeout.unwrap_or_default();
                     return Err(timed_out(key, limit));
@@ -226,14 +243,13 @@ fn time_left(deadline: Option<Instant>) -> bool {
     deadline.is_none_or(|deadline| Instant::now() < deadline)
 }
 
-/// Why a failure makes its member suspect, if it does: the member did not answer, or
-/// its connection could not be made or broke. An answer from etcd, even `Unavailable`,
-/// shows the member is there.
+/// Why a failure makes its member suspect at once, if it does: its connection could not
+/// be made or broke. An answer from etcd, even `Unavailable`, shows the member is there;
+/// a timeout only gets the member probed.
 fn suspicion(failure: Failure) -> Option<&'static str> {
     match failure {
         Failure::NotSent => Some("the connection could not be made"),
         Failure::Transport { .. } => Some("the connection broke"),
-        Failure::TimedOut => Some("a request timed out"),
-        Failure::Server(_) | Failure::Client => None,
+        Failure::Refused | Failure::TimedOut | Failure::Server(_) | Failure::Client => None,
     }
 }

@@ -618,6 +618,14 @@ async fn a_watch_whose_member_dies_resumes_on_another_member() {
 /// Opens a recursive watch on the test namespace from a list's revision; returns it
 /// with that revision.
 async fn watch_namespace(store: &Etcd3Store<Pod>) -> (apistore_storage::WatchStream<Pod>, i64) {
+    watch_namespace_with(store, false).await
+}
+
+/// [`watch_namespace`], asking etcd for progress notifications when `progress`.
+async fn watch_namespace_with(
+    store: &Etcd3Store<Pod>,
+    progress: bool,
+) -> (apistore_storage::WatchStream<Pod>, i64) {
     let namespace_key = format!("pods/{NAMESPACE}");
     let list = store
         .list(
@@ -636,6 +644,7 @@ async fn watch_namespace(store: &Etcd3Store<Pod>) -> (apistore_storage::WatchStr
             &ListOptions {
                 resource_version: list.metadata.resource_version,
                 recursive: true,
+                progress_notify: progress,
                 ..ListOptions::default()
             },
         )
@@ -649,13 +658,27 @@ async fn watch_namespace(store: &Etcd3Store<Pod>) -> (apistore_storage::WatchStr
 /// order, without an error event. Returns how many times the watch resumed.
 async fn watch_across_a_members_death(name: &str, victim: Victim) -> u64 {
     let started = Instant::now();
-    let mut cluster = block_in_place(|| EtcdCluster::start(3, options(name))).unwrap();
+    let cluster_options = EtcdOptions {
+        progress_notify_interval: Some(Duration::from_millis(200)),
+        ..options(name)
+    };
+    let mut cluster = block_in_place(|| EtcdCluster::start(3, cluster_options)).unwrap();
     let leader = block_in_place(|| cluster.wait_for_leader(Duration::from_secs(10))).unwrap();
     let store = store_on(cluster.endpoints()).await;
-    let (mut watch, start) = watch_namespace(&store).await;
+    let (mut watch, start) = watch_namespace_with(&store, true).await;
     let (target_tx, mut target_rx) = tokio::sync::watch::channel(0_i64);
     let watcher = tokio::spawn(async move {
-        collect_watch(&mut watch, start, &mut target_rx, Duration::from_secs(30)).await
+        let seen = collect_watch(&mut watch, start, &mut target_rx, Duration::from_secs(30)).await;
+        // Then a progress bookmark, on whatever stream the watch is on now.
+        let bookmark = tokio::time::timeout(Duration::from_secs(5), async {
+            match watch.next().await {
+                Some(WatchEvent::Bookmark(pod)) => Ok(rv_of(&pod)),
+                Some(other) => Err(format!("{other:?}")),
+                None => Err("the watch ended".to_owned()),
+            }
+        })
+        .await;
+        (seen, bookmark)
     });
 
     let (stop, writers) = spawn_writers(&store, 4);
@@ -681,7 +704,7 @@ async fn watch_across_a_members_death(name: &str, victim: Victim) -> u64 {
     let last = stored.values().map(|(_, rev)| *rev).max().unwrap();
     target_tx.send(last).unwrap();
     let history = etcd_history(&endpoints, start, last).await;
-    let seen = watcher.await.unwrap();
+    let (seen, bookmark) = watcher.await.unwrap();
     assert_eq!(
         seen.error, None,
         "the watch must not end at a member's death"
@@ -690,11 +713,18 @@ async fn watch_across_a_members_death(name: &str, victim: Victim) -> u64 {
         seen.seen, history,
         "the watch must see every change once, in order"
     );
+    let bookmark = bookmark
+        .expect("no progress bookmark within 5 s after the writes")
+        .expect("a progress bookmark, not another event");
+    assert!(
+        bookmark >= last,
+        "a bookmark after the last change says so ({bookmark} < {last})"
+    );
     let resumptions = store.watch_resumptions();
     eprintln!(
         "{victim:?} (member {killed}; the watch was on member {watch_server}) killed: the \
-         watch went on, {} events, no gap, no duplicate, {resumptions} resumption(s); test \
-         took {:?}",
+         watch went on, {} events, no gap, no duplicate, {resumptions} resumption(s), then a \
+         bookmark at {bookmark}; test took {:?}",
         seen.seen.len(),
         started.elapsed()
     );
@@ -800,6 +830,7 @@ async fn five_leader_kills_under_sixteen_writers_end_no_watch() {
         leader = new_leader;
     }
     tokio::time::sleep(Duration::from_secs(2)).await;
+    let seconds = origin.elapsed().as_secs();
     let reports = join_writers(&stop, writers).await;
     let summary = check_timings_and_summarise("five leader kills", &reports);
 
@@ -810,7 +841,6 @@ async fn five_leader_kills_under_sixteen_writers_end_no_watch() {
     target_tx.send(last).unwrap();
     let history = etcd_history(&endpoints, start, last).await;
     let seen = watcher.await.unwrap();
-    let seconds = u64::try_from(KILLS).unwrap() * PERIOD.as_secs() + 2;
     eprintln!(
         "{summary}; {keys} keys checked\nkills (at, killed, new leader, elected after, back \
          after): {kills:?}\nwatch: {} events (etcd: {}), error: {:?}, {} resumptions, {} \
@@ -970,6 +1000,7 @@ async fn a_frozen_leader_slows_nobody_for_long() {
         started.elapsed(),
         timeline(&reports, frozen_at, 2, 5)
     );
+
     assert!(
         back >= before / 2.0,
         "within 1 s of the election the rate ({back:.0}/s) must be back to at least half \
