@@ -163,6 +163,27 @@ impl<'a> Iterator for Fields<'a> {
 
     #[inline]
     fn next(&mut self) -> Option<Self::Item> {
+        // The common case in one go: a one-byte key of field 1..15 with a one-byte
+        // varint or a one-byte length that fits. Anything else takes the full path.
+        if let (Some(&key), Some(&next)) = (self.buf.get(self.pos), self.buf.get(self.pos + 1)) {
+            let (field, wire) = (u32::from(key >> 3), key & 7);
+            if key < 0x80 && field != 0 && next < 0x80 {
+                match wire {
+                    0 => {
+                        self.pos += 2;
+                        return Some(Ok((field, WireVal::Varint(u64::from(next)))));
+                    }
+                    2 => {
+                        let start = self.pos + 2;
+                        if let Some(b) = self.buf.get(start..start + usize::from(next)) {
+                            self.pos = start + usize::from(next);
+                            return Some(Ok((field, WireVal::Bytes(b))));
+                        }
+                    }
+                    _ => {}
+                }
+            }
+        }
         match self.next_field() {
             Ok(Some(f)) => Some(Ok(f)),
             Ok(None) => None,
