@@ -7,6 +7,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use super::validate::{ProviderSpec, ResourceSpec};
+use crate::kms_v2::KmsV2Envelope;
 use crate::{
     IdentityTransformer, PrefixTransformer, PrefixTransformers, TransformError, TransformObserver,
     Transformer,
@@ -17,13 +18,14 @@ use apistore_storage::GroupResource;
 pub(super) fn resource_transformers(
     specs: &[ResourceSpec],
     observer: &Arc<dyn TransformObserver>,
+    kms: &HashMap<String, Arc<KmsV2Envelope>>,
 ) -> HashMap<GroupResource, Arc<dyn Transformer>> {
     let mut lists: HashMap<GroupResource, Vec<PrefixTransformer>> = HashMap::new();
     for spec in specs {
         let providers: Vec<PrefixTransformer> = spec
             .providers
             .iter()
-            .map(|p| provider_entry(p, observer))
+            .filter_map(|p| provider_entry(p, observer, kms))
             .collect();
         for gr in &spec.resources {
             lists
@@ -45,9 +47,18 @@ pub(super) fn resource_transformers(
 fn provider_entry(
     provider: &ProviderSpec,
     observer: &Arc<dyn TransformObserver>,
-) -> PrefixTransformer {
-    match provider {
+    kms: &HashMap<String, Arc<KmsV2Envelope>>,
+) -> Option<PrefixTransformer> {
+    Some(match provider {
         ProviderSpec::Identity => PrefixTransformer::new("", Arc::new(IdentityTransformer)),
+        // Loading connects every kms provider before building, so it is always found.
+        ProviderSpec::Kms(config, _) => {
+            let envelope = kms.get(&config.name)?;
+            PrefixTransformer::new(
+                envelope.prefix(),
+                Arc::clone(envelope) as Arc<dyn Transformer>,
+            )
+        }
         ProviderSpec::Keyed(kind, keys) => {
             let entries = keys
                 .iter()
@@ -57,7 +68,7 @@ fn provider_entry(
                 .with_observer(Arc::clone(observer));
             PrefixTransformer::new(kind.prefix(), Arc::new(by_key))
         }
-    }
+    })
 }
 
 /// The transformer for `gr`: its own rule, else its group's `*.<group>`, else `*.*`,

@@ -105,6 +105,27 @@ pub enum ConfigError {
         /// The provider (`kms`).
         provider: String,
     },
+    /// The configuration has `kms` providers but was loaded without a
+    /// [`KmsConnector`](super::KmsConnector) to reach their plugins.
+    #[error(
+        "{field}: the kms provider {name:?} needs a KMS plugin connection; load the configuration with EncryptionConfig::parse_with_kms or from_file_with_kms"
+    )]
+    KmsWithoutConnector {
+        /// The provider's field path.
+        field: String,
+        /// The provider's name.
+        name: String,
+    },
+    /// A `kms` provider's plugin could not be set up.
+    #[error("{field}: could not configure KMSv2 plugin {name:?}, error: {message}")]
+    KmsConnect {
+        /// The provider's field path.
+        field: String,
+        /// The provider's name.
+        name: String,
+        /// Why.
+        message: String,
+    },
     /// A key's secret is not standard base64.
     #[error("{field}: Invalid value: \"REDACTED\": secrets must be base64 encoded (key {key:?})")]
     SecretNotBase64 {

@@ -15,8 +15,10 @@
 //!       - identity: {}
 //! ```
 //!
-//! YAML or JSON. Providers: `aesgcm`, `aescbc`, `secretbox`, `identity`; `kms` is
-//! refused as unsupported. Secrets are standard base64 of 16, 24 or 32 bytes (AES) or
+//! YAML or JSON. Providers: `aesgcm`, `aescbc`, `secretbox`, `identity`, and `kms` at
+//! `apiVersion: v2` (loaded with [`EncryptionConfig::parse_with_kms`] or
+//! [`EncryptionConfig::from_file_with_kms`], given a [`KmsConnector`] that reaches
+//! the plugins; KMS v1 is refused). Secrets are standard base64 of 16, 24 or 32 bytes (AES) or
 //! 32 bytes (secretbox). Resources are `resource` or `resource.group`, with wildcards
 //! `*.` (core group), `*.group` and `*.*`; a resource's own rule wins over its group's,
 //! which wins over `*.*`, and a resource not covered at all is stored as it is (with the
@@ -25,6 +27,7 @@
 
 mod build;
 mod error;
+mod kms;
 mod provider;
 mod raw;
 mod validate;
@@ -41,8 +44,10 @@ use std::sync::Arc;
 
 pub use apistore_storage::GroupResource;
 pub use error::ConfigError;
+pub use kms::{KmsConnector, KmsProviderConfig};
 pub use provider::{AESCBC_PREFIX, AESGCM_PREFIX, ProviderKind, SECRETBOX_PREFIX};
 
+use crate::kms_v2::{KmsV2Envelope, KmsV2Options};
 use crate::{NoopObserver, TransformObserver, Transformer};
 use validate::{ProviderSpec, ResourceSpec};
 
@@ -52,13 +57,26 @@ use validate::{ProviderSpec, ResourceSpec};
 /// names only.
 pub struct EncryptionConfig {
     specs: Vec<ResourceSpec>,
+    kms: HashMap<String, Arc<KmsV2Envelope>>,
     transformers: HashMap<GroupResource, Arc<dyn Transformer>>,
 }
 
 impl EncryptionConfig {
     /// Reads and parses the configuration file at `path`.
     pub fn from_file(path: impl AsRef<Path>) -> Result<Self, ConfigError> {
-        let path = path.as_ref();
+        Self::read_file(path.as_ref(), None)
+    }
+
+    /// Reads the configuration file at `path`, reaching its `kms` providers' plugins
+    /// through `connector`.
+    pub fn from_file_with_kms(
+        path: impl AsRef<Path>,
+        connector: &dyn KmsConnector,
+    ) -> Result<Self, ConfigError> {
+        Self::read_file(path.as_ref(), Some(connector))
+    }
+
+    fn read_file(path: &Path, connector: Option<&dyn KmsConnector>) -> Result<Self, ConfigError> {
         let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
             path: path.to_owned(),
             source: Arc::new(source),
@@ -68,23 +86,39 @@ impl EncryptionConfig {
                 path: path.to_owned(),
             });
         }
-        Self::parse(&text).map_err(|source| ConfigError::InFile {
+        Self::load(&text, connector).map_err(|source| ConfigError::InFile {
             path: path.to_owned(),
             source: Box::new(source),
         })
     }
 
     /// Parses and validates a configuration given as YAML or JSON text.
+    ///
+    /// A configuration with `kms` providers needs [`EncryptionConfig::parse_with_kms`].
     pub fn parse(text: &str) -> Result<Self, ConfigError> {
+        Self::load(text, None)
+    }
+
+    /// Parses and validates a configuration, reaching its `kms` providers' plugins
+    /// through `connector`. Each provider's envelope is primed (a first health check
+    /// and DEK seed); a plugin that is down does not fail loading, as in kube: the
+    /// envelope retries when it is next used.
+    pub fn parse_with_kms(text: &str, connector: &dyn KmsConnector) -> Result<Self, ConfigError> {
+        Self::load(text, Some(connector))
+    }
+
+    fn load(text: &str, connector: Option<&dyn KmsConnector>) -> Result<Self, ConfigError> {
         let raw: raw::RawConfig =
             serde_norway::from_str(text).map_err(|err| ConfigError::Decode {
                 field: None,
                 message: err.to_string(),
             })?;
         let specs = validate::validate(raw)?;
-        let transformers = build::resource_transformers(&specs, &Self::noop());
+        let kms = connect_kms(&specs, connector)?;
+        let transformers = build::resource_transformers(&specs, &Self::noop(), &kms);
         Ok(Self {
             specs,
+            kms,
             transformers,
         })
     }
@@ -93,7 +127,7 @@ impl EncryptionConfig {
     /// kube's `transformer_prefix` labels at both provider and key level.
     #[must_use]
     pub fn with_observer(mut self, observer: Arc<dyn TransformObserver>) -> Self {
-        self.transformers = build::resource_transformers(&self.specs, &observer);
+        self.transformers = build::resource_transformers(&self.specs, &observer, &self.kms);
         self
     }
 
@@ -124,7 +158,14 @@ impl EncryptionConfig {
         match spec.providers.first()? {
             ProviderSpec::Keyed(kind, _) => Some(*kind),
             ProviderSpec::Identity => None,
+            ProviderSpec::Kms(..) => Some(ProviderKind::Kms),
         }
+    }
+
+    /// The `kms` providers' envelopes, for health checks
+    /// ([`KmsV2Envelope::check`]) on the caller's schedule.
+    pub fn kms_providers(&self) -> impl Iterator<Item = &Arc<KmsV2Envelope>> {
+        self.kms.values()
     }
 
     fn noop() -> Arc<dyn TransformObserver> {
@@ -138,4 +179,40 @@ impl fmt::Debug for EncryptionConfig {
             .field("resources", &self.specs)
             .finish()
     }
+}
+
+/// One envelope per `kms` provider name, connected and primed.
+fn connect_kms(
+    specs: &[ResourceSpec],
+    connector: Option<&dyn KmsConnector>,
+) -> Result<HashMap<String, Arc<KmsV2Envelope>>, ConfigError> {
+    let mut out = HashMap::new();
+    for provider in specs.iter().flat_map(|s| s.providers.iter()) {
+        let ProviderSpec::Kms(config, path) = provider else {
+            continue;
+        };
+        let Some(connector) = connector else {
+            return Err(ConfigError::KmsWithoutConnector {
+                field: path.clone(),
+                name: config.name.clone(),
+            });
+        };
+        let service = connector
+            .connect(config)
+            .map_err(|err| ConfigError::KmsConnect {
+                field: path.clone(),
+                name: config.name.clone(),
+                message: err.to_string(),
+            })?;
+        let options = KmsV2Options {
+            timeout: config.timeout,
+            ..KmsV2Options::default()
+        };
+        let envelope = KmsV2Envelope::new(config.name.clone(), service, options);
+        // kube primes in the background and keeps retrying; a failure here is
+        // retried by the envelope's next read or write.
+        let _primed = envelope.check();
+        out.insert(config.name.clone(), Arc::new(envelope));
+    }
+    Ok(out)
 }

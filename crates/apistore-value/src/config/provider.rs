@@ -35,6 +35,8 @@ pub enum ProviderKind {
     AesCbc,
     /// `secretbox`: XSalsa20-Poly1305.
     Secretbox,
+    /// `kms` (apiVersion v2): envelope encryption by a KMS plugin, no named keys.
+    Kms,
 }
 
 impl ProviderKind {
@@ -44,6 +46,7 @@ impl ProviderKind {
             Self::AesGcm => "aesgcm",
             Self::AesCbc => "aescbc",
             Self::Secretbox => "secretbox",
+            Self::Kms => "kms",
         }
     }
 
@@ -53,6 +56,8 @@ impl ProviderKind {
             Self::AesGcm => AESGCM_PREFIX,
             Self::AesCbc => AESCBC_PREFIX,
             Self::Secretbox => SECRETBOX_PREFIX,
+            // Followed by the provider's name and `:` rather than a key name.
+            Self::Kms => crate::kms_v2::KMS_V2_PREFIX,
         }
     }
 
@@ -61,6 +66,7 @@ impl ProviderKind {
         match self {
             Self::AesGcm | Self::AesCbc => AES_KEY_SIZES,
             Self::Secretbox => SECRETBOX_KEY_SIZES,
+            Self::Kms => &[],
         }
     }
 
@@ -69,6 +75,7 @@ impl ProviderKind {
         match self {
             Self::AesGcm | Self::AesCbc => TransformError::NoMatchingKey("AES"),
             Self::Secretbox => TransformError::NoMatchingKey("Secretbox"),
+            Self::Kms => TransformError::NoMatchingTransformer,
         }
     }
 
@@ -78,6 +85,11 @@ impl ProviderKind {
             Self::AesGcm => Arc::new(AesGcmTransformer::new(key)?),
             Self::AesCbc => Arc::new(AesCbcTransformer::new(key)?),
             Self::Secretbox => Arc::new(SecretboxTransformer::from_slice(key)?),
+            Self::Kms => {
+                return Err(TransformError::Kms(
+                    "the kms provider has no named keys".to_owned(),
+                ));
+            }
         })
     }
 
@@ -150,6 +162,9 @@ pub(super) fn decode(
                 None
             }
         };
+    }
+    if name == "kms" {
+        return super::kms::decode(body, &path, errors);
     }
     let Some(kind) = ProviderKind::from_name(&name) else {
         errors.push(ConfigError::UnsupportedProvider {

@@ -40,6 +40,8 @@ pub(crate) enum ProviderSpec {
     Keyed(ProviderKind, Vec<KeySpec>),
     /// The identity provider.
     Identity,
+    /// A `kms` provider (apiVersion v2) and its field path.
+    Kms(super::kms::KmsProviderConfig, String),
 }
 
 /// A named key, already turned into its cipher.
@@ -75,6 +77,7 @@ pub(crate) fn validate(raw: RawConfig) -> Result<Vec<ResourceSpec>, ConfigError>
         .enumerate()
         .map(|(i, entry)| resource_entry(i, entry, &mut errors))
         .collect();
+    super::kms::check_unique_names(&specs, &mut errors);
     if let Some(err) = ConfigError::reduce(errors) {
         return Err(err);
     }

@@ -170,7 +170,7 @@ fn unknown_multiple_and_unsupported_providers() {
     ));
     assert_eq!(
         e.to_string(),
-        "resources[0].providers[1].kms: the kms provider is not supported by apistore; use aesgcm, aescbc, secretbox or identity"
+        "resources[0].providers[1].kms.apiVersion: Invalid value: \"v1\": KMS v1 is deprecated upstream and not supported by apistore; use apiVersion: v2 (v1 is also the default when apiVersion is left out)"
     );
     let e = err(&providers("      - {}\n"));
     assert!(matches!(e, ConfigError::UnknownProvider { .. }), "{e}");
