@@ -304,3 +304,84 @@ pub(crate) fn timed_out(key: &str, after: Duration) -> StorageError {
 pub(crate) fn is_compacted(err: &etcd_client::Error) -> bool {
     is_etcd_error(err, tonic::Code::OutOfRange, COMPACTED)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn status(code: tonic::Code, message: &str) -> etcd_client::Error {
+        etcd_client::Error::GRpcStatus(tonic::Status::new(code, message))
+    }
+
+    fn local(cause: Box<dyn std::error::Error + Send + Sync>) -> etcd_client::Error {
+        etcd_client::Error::GRpcStatus(tonic::Status::from_error(cause))
+    }
+
+    #[test]
+    fn failures_are_classified_by_code_and_type() {
+        let refused = std::io::Error::from(std::io::ErrorKind::ConnectionRefused);
+        let cases = [
+            (
+                local(Box::new(tonic::ConnectError(Box::new(refused)))),
+                Failure::NotSent,
+            ),
+            (
+                status(tonic::Code::Unavailable, NO_LEADER),
+                Failure::Refused,
+            ),
+            (
+                local(Box::new(std::io::Error::from(
+                    std::io::ErrorKind::ConnectionReset,
+                ))),
+                Failure::Transport { foreign: false },
+            ),
+            (
+                local("frame with invalid size".into()),
+                Failure::Transport { foreign: true },
+            ),
+            (
+                status(tonic::Code::Unavailable, "etcdserver: leader changed"),
+                Failure::Server(tonic::Code::Unavailable),
+            ),
+            // A server's words that look like a local failure are still the server's.
+            (
+                status(tonic::Code::Unknown, "transport error: connect"),
+                Failure::Server(tonic::Code::Unknown),
+            ),
+            (etcd_client::Error::InvalidArgs("x".into()), Failure::Client),
+        ];
+        for (err, want) in cases {
+            assert_eq!(classify(&err), want, "{err}");
+        }
+    }
+
+    #[test]
+    fn compaction_is_etcds_typed_error_only() {
+        assert!(is_compacted(&status(tonic::Code::OutOfRange, COMPACTED)));
+        assert!(!is_compacted(&status(
+            tonic::Code::OutOfRange,
+            "etcdserver: mvcc: required revision is a future revision"
+        )));
+        assert!(!is_compacted(&status(tonic::Code::Unknown, COMPACTED)));
+    }
+
+    #[test]
+    fn storage_errors_carry_no_debug_output_and_name_the_key_once() {
+        let refused = std::io::Error::from(std::io::ErrorKind::ConnectionRefused);
+        let err = from_etcd_at(
+            "/registry/pods/a",
+            Some("http://127.0.0.1:2379"),
+            local(Box::new(tonic::ConnectError(Box::new(refused)))),
+        );
+        let text = err.to_string();
+        assert_eq!(err.status().code, 503, "{text}");
+        assert_eq!(text.matches("/registry/pods/a").count(), 1, "{text}");
+        assert!(text.contains("http://127.0.0.1:2379"), "{text}");
+        for dump in ["source:", "tonic::", "Status {", "Kind("] {
+            assert!(!text.contains(dump), "{text}");
+        }
+        let foreign = from_etcd_at("/k", None, local("frame with invalid size".into()));
+        assert!(foreign.to_string().contains(FOREIGN_HINT), "{foreign}");
+        assert_eq!(foreign.status().code, 503);
+    }
+}

@@ -333,8 +333,10 @@ struct Routes {
 enum StreamEnd {
     /// The store is gone.
     Closed,
-    /// Transient: the watches were interrupted and will come back for a new stream.
+    /// Transient: the watches are to come back for a new stream.
     Transient(String),
+    /// Permanent: the watches were ended.
+    Failed,
 }
 
 async fn run_mux(
@@ -400,6 +402,7 @@ async fn run_mux(
                 .await;
                 match served {
                     StreamEnd::Closed => return,
+                    StreamEnd::Failed => continue,
                     StreamEnd::Transient(reason) => {
                         tracing::info!(endpoint = %member.endpoint, %reason, "etcd watch stream interrupted; watches resume on a new one");
                         state.interrupt_all();
@@ -509,7 +512,7 @@ async fn serve(
                 }
                 Some(Err(err)) if !is_transient(&err) => {
                     state.fail_all(&format!("the etcd watch stream failed: {}", describe(&err)));
-                    return StreamEnd::Transient(describe(&err));
+                    return StreamEnd::Failed;
                 }
                 Some(Err(err)) => return StreamEnd::Transient(describe(&err)),
                 None => return StreamEnd::Transient("etcd closed the watch stream".to_owned()),
