@@ -245,8 +245,10 @@ async fn namespaced_and_cluster_views_build_kubes_keys_from_names() {
     let svc = DynamicObject::new("v1", "Service", "web").within("default");
     let created = default.create(svc.clone()).await.unwrap();
     assert_eq!(services.key_of(&created), "services/specs/default/web");
-    let read = default.get("web").await.unwrap();
-    assert_eq!(read.metadata.resource_version, created.metadata.resource_version);
+    // As kube's store does, create answers with what a read returns: the object
+    // decoded from the protobuf it wrote (creationTimestamp: null, empty spec and status).
+    assert_eq!(default.get("web").await.unwrap(), created);
+    assert_eq!(created.data["spec"], serde_json::json!({}));
     assert!(!raw(&prefix, "services/specs/default/web").await.is_empty());
     // An object of another namespace is refused, as kube-apiserver refuses it.
     let err = services.namespaced("other").create(svc).await.unwrap_err();

@@ -113,6 +113,7 @@ where
                 }
             };
             trace.event_len("Encode succeeded", data.len());
+            let mut object = self.as_written(&prepared, object, &data)?;
 
             if !stale && data == stored_data {
                 if !is_current {

@@ -245,6 +245,7 @@ where
             return Err(StorageError::ResourceVersionSetOnCreate { key: prepared });
         }
         let data = self.encode(&prepared, &mut obj)?;
+        let mut obj = self.as_written(&prepared, obj, &data)?;
         let deadline = self.deadline(&prepared, ttl)?;
         let stored = self.transform_to_storage(&prepared, data)?;
         let revision = self

@@ -65,6 +65,7 @@ where
                 }
             };
             let data = self.encode(&prepared, &mut object)?;
+            let mut object = self.as_written(&prepared, object, &data)?;
 
             if !stale && data == stored_data {
                 if !is_current {
