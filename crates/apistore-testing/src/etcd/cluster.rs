@@ -7,9 +7,8 @@
 //! they cannot be started one after another) and each runs under the same watchdog as
 //! a single [`EtcdServer`](super::EtcdServer), so none outlives the test process.
 //!
-//! Who leads is asked of etcd itself, through the gRPC gateway on each member's client
-//! port (`POST /v3/maintenance/status`), with a plain HTTP request over a
-//! [`TcpStream`]: the fixture needs no HTTP client and no etcd client.
+//! Who leads is asked of etcd itself: etcd-client's maintenance `Status` on each
+//! member's client port.
 //!
 //! ```no_run
 //! use apistore_testing::etcd::{ClusterError, EtcdCluster, EtcdOptions};
@@ -30,8 +29,6 @@
 use std::ffi::OsString;
 use std::fmt;
 use std::fs;
-use std::io::{Read, Write};
-use std::net::{Ipv4Addr, SocketAddr, TcpStream};
 use std::path::{Path, PathBuf};
 use std::thread;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
@@ -48,8 +45,6 @@ const PORT_ATTEMPTS: usize = 3;
 const STATUS_TIMEOUT: Duration = Duration::from_secs(2);
 /// How often the leader waits poll.
 const LEADER_POLL: Duration = Duration::from_millis(50);
-/// The most a status response may be; etcd's is a few hundred bytes.
-const MAX_STATUS_RESPONSE: u64 = 64 * 1024;
 
 /// Why a cluster could not be started, or did not do what a test waited for.
 ///
@@ -521,144 +516,52 @@ fn cluster_token() -> String {
     format!("apistore-cluster-{}-{nanos}", std::process::id())
 }
 
-/// `POST /v3/maintenance/status` on a member's client port (etcd's gRPC gateway).
+/// etcd's maintenance `Status` on a member's client port.
+///
+/// The fixture's API is blocking and may be called from inside a tokio runtime (a test
+/// that kills members under load), where blocking on another runtime is refused: the
+/// request runs on a thread of its own, with a runtime of its own.
 fn fetch_status(client_port: u16) -> Result<MemberStatus, String> {
-    let body = http_post(client_port, "/v3/maintenance/status", "{}")?;
-    parse_status(&body)
-}
-
-/// A minimal HTTP/1.1 POST with `Connection: close`; returns the body of a 200 answer.
-fn http_post(port: u16, path: &str, body: &str) -> Result<String, String> {
-    let addr = SocketAddr::from((Ipv4Addr::LOCALHOST, port));
-    let mut stream =
-        TcpStream::connect_timeout(&addr, STATUS_TIMEOUT).map_err(|e| format!("connect: {e}"))?;
-    stream
-        .set_read_timeout(Some(STATUS_TIMEOUT))
-        .and_then(|()| stream.set_write_timeout(Some(STATUS_TIMEOUT)))
-        .map_err(|e| format!("set socket timeouts: {e}"))?;
-    let request = format!(
-        "POST {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nContent-Type: application/json\r\n\
-         Content-Length: {}\r\nConnection: close\r\n\r\n{body}",
-        body.len()
-    );
-    stream
-        .write_all(request.as_bytes())
-        .map_err(|e| format!("send: {e}"))?;
-    let mut response = Vec::new();
-    stream
-        .take(MAX_STATUS_RESPONSE)
-        .read_to_end(&mut response)
-        .map_err(|e| format!("read: {e}"))?;
-    let response = String::from_utf8_lossy(&response);
-    let (head, body) = response
-        .split_once("\r\n\r\n")
-        .ok_or_else(|| format!("not an HTTP response: {response:?}"))?;
-    let status_line = head.lines().next().unwrap_or_default();
-    if status_line.split_whitespace().nth(1) != Some("200") {
-        return Err(format!("{status_line}: {body}"));
-    }
-    let chunked = head.lines().any(|line| {
-        line.split_once(':').is_some_and(|(name, value)| {
-            name.trim().eq_ignore_ascii_case("transfer-encoding")
-                && value.trim().eq_ignore_ascii_case("chunked")
+    let endpoint = format!("http://127.0.0.1:{client_port}");
+    std::thread::spawn(move || {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .map_err(|e| format!("cannot start a runtime: {e}"))?;
+        runtime.block_on(async {
+            let options = etcd_client::ConnectOptions::new()
+                .with_connect_timeout(STATUS_TIMEOUT)
+                .with_timeout(STATUS_TIMEOUT);
+            let mut client = etcd_client::Client::connect([endpoint.as_str()], Some(options))
+                .await
+                .map_err(|e| format!("connect: {e}"))?;
+            let status = client.status().await.map_err(|e| format!("status: {e}"))?;
+            member_status(&status)
         })
-    });
-    if chunked {
-        dechunk(body)
-    } else {
-        Ok(body.to_owned())
-    }
+    })
+    .join()
+    .map_err(|_| "the status request panicked".to_owned())?
 }
 
-/// The payload of a `Transfer-Encoding: chunked` body.
-fn dechunk(mut body: &str) -> Result<String, String> {
-    let mut out = String::new();
-    loop {
-        let (size_line, rest) = body
-            .split_once("\r\n")
-            .ok_or_else(|| "truncated chunked body".to_owned())?;
-        let size_text = size_line.split(';').next().unwrap_or_default().trim();
-        let size = usize::from_str_radix(size_text, 16)
-            .map_err(|e| format!("bad chunk size {size_text:?}: {e}"))?;
-        if size == 0 {
-            return Ok(out);
-        }
-        let chunk = rest
-            .get(..size)
-            .ok_or_else(|| "truncated chunk".to_owned())?;
-        out.push_str(chunk);
-        body = rest
-            .get(size..)
-            .and_then(|r| r.strip_prefix("\r\n"))
-            .ok_or_else(|| "chunk not followed by CRLF".to_owned())?;
+/// The fields of a status answer the fixture uses.
+fn member_status(status: &etcd_client::StatusResponse) -> Result<MemberStatus, String> {
+    let header = status
+        .header()
+        .ok_or_else(|| "a status answer without a header".to_owned())?;
+    if header.member_id() == 0 {
+        return Err("a status answer without a member id".to_owned());
     }
-}
-
-/// Reads the status JSON; the gateway writes 64-bit numbers as strings and leaves out
-/// fields that are zero.
-fn parse_status(body: &str) -> Result<MemberStatus, String> {
-    let json: serde_json::Value =
-        serde_json::from_str(body).map_err(|e| format!("not JSON ({e}): {body}"))?;
-    let number = |value: Option<&serde_json::Value>| -> Result<u64, String> {
-        match value {
-            None | Some(serde_json::Value::Null) => Ok(0),
-            Some(serde_json::Value::String(text)) => text
-                .parse()
-                .map_err(|e| format!("bad number {text:?} ({e}) in {body}")),
-            Some(serde_json::Value::Number(n)) => n
-                .as_u64()
-                .ok_or_else(|| format!("bad number {n} in {body}")),
-            Some(other) => Err(format!("unexpected {other} in {body}")),
-        }
-    };
-    let header = json.get("header");
-    let member_id = number(header.and_then(|h| h.get("member_id")))?;
-    if member_id == 0 {
-        return Err(format!("no header.member_id in {body}"));
-    }
-    let revision = number(header.and_then(|h| h.get("revision")))?;
     Ok(MemberStatus {
-        member_id,
-        leader: number(json.get("leader"))?,
-        raft_term: number(header.and_then(|h| h.get("raft_term")))?,
-        revision: i64::try_from(revision).map_err(|e| format!("revision {revision}: {e}"))?,
+        member_id: header.member_id(),
+        leader: status.leader(),
+        raft_term: header.raft_term(),
+        revision: header.revision(),
     })
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn status_json_from_the_gateway_is_read() {
-        let body = r#"{"header":{"cluster_id":"324952591200643719","member_id":"3319814642761637952","revision":"11","raft_term":"2"},"version":"3.4.23","dbSize":"24576","leader":"3319814642761637952","raftIndex":"15"}"#;
-        assert_eq!(
-            parse_status(body).unwrap(),
-            MemberStatus {
-                member_id: 3_319_814_642_761_637_952,
-                leader: 3_319_814_642_761_637_952,
-                raft_term: 2,
-                revision: 11,
-            }
-        );
-    }
-
-    #[test]
-    fn a_member_without_leader_reports_zero() {
-        let body = r#"{"header":{"member_id":"7","revision":"1","raft_term":"3"}}"#;
-        assert_eq!(parse_status(body).unwrap().leader, 0);
-        assert!(parse_status(r#"{"header":{}}"#).is_err());
-        assert!(parse_status("<html>").is_err());
-    }
-
-    #[test]
-    fn chunked_bodies_are_joined() {
-        assert_eq!(
-            dechunk("4\r\nabcd\r\n2\r\nef\r\n0\r\n\r\n").unwrap(),
-            "abcdef"
-        );
-        assert!(dechunk("4\r\nab").is_err());
-    }
 
     #[test]
     fn three_members_elect_a_leader_and_a_new_one_after_the_leader_dies() {
