@@ -27,7 +27,11 @@ use etcd_client::{Client, KvClient, LeaseClient, MaintenanceClient, WatchClient}
 use tokio::sync::watch;
 
 use crate::error::{Failure, classify};
-use crate::kv::MAX_RESPONSE_BYTES;
+
+/// The largest etcd response accepted, as kube-apiserver's `MaxCallRecvMsgSize`
+/// (`math.MaxInt32`): a catching-up watch receives up to a thousand revisions in one
+/// response, and a list of thousands of objects is one response.
+pub(crate) const MAX_RESPONSE_BYTES: usize = i32::MAX as usize;
 
 /// The first and the longest pause between probes of a suspect member.
 const PROBE_BACKOFF: (Duration, Duration) = (Duration::from_millis(250), Duration::from_secs(2));

@@ -28,10 +28,6 @@ use crate::endpoints::Members;
 use crate::error::{Failure, classify, from_etcd_at, timed_out};
 use crate::instrument::{Instrumentation, Operation};
 
-/// The largest etcd response accepted, as kube-apiserver's `MaxCallRecvMsgSize`
-/// (`math.MaxInt32`).
-pub(crate) const MAX_RESPONSE_BYTES: usize = i32::MAX as usize;
-
 /// The pause before a request goes again to a member it went to already, times the
 /// attempts made.
 const RETRY_PAUSE: Duration = Duration::from_millis(25);

@@ -1085,6 +1085,37 @@ async fn an_etcd_that_never_answers_fails_calls_with_a_timeout_within_the_deadli
         );
     }
 
+    // StoreConfig::update_timeout bounds the whole guaranteed update (its read and its
+    // transaction), here below one request's timeout.
+    let update_limit = Duration::from_millis(400);
+    let bounded: Etcd3Store<Pod> = Etcd3Store::new(
+        client.clone(),
+        StoreConfig {
+            request_timeout: Some(deadline),
+            update_timeout: Some(update_limit),
+            ..StoreConfig::for_resource("pods")
+        },
+    );
+    let started = Instant::now();
+    let err = tokio::time::timeout(
+        HANG,
+        bounded.guaranteed_update(&key, UpdateOptions::default(), |pod: Pod, _| Ok(pod.into())),
+    )
+    .await
+    .expect("a bounded update hung")
+    .unwrap_err();
+    let took = started.elapsed();
+    assert_eq!(err.kind(), ErrorKind::Timeout, "{err}");
+    assert!(
+        err.to_string()
+            .contains("the update did not complete within 400ms"),
+        "{err}"
+    );
+    assert!(
+        took >= update_limit && took <= update_limit + SLACK,
+        "a bounded update failed after {took:?}"
+    );
+
     // A watch from "now" is set up without a request; it then has to read the current
     // state, which times out, and ends with an error event.
     let started = Instant::now();
