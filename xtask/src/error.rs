@@ -46,6 +46,9 @@ pub(crate) enum XtaskError {
     /// The differential tests exist but the reference harness they drive does not.
     #[error("{0}")]
     InteropIncomplete(String),
+    /// Committed files generated from the Go reference differ from what it generates now.
+    #[error("{0}")]
+    GeneratedDiffers(String),
     /// Some steps of a run that goes on after a failure failed.
     #[error("failed: {}", .0.join("; "))]
     StepsFailed(Vec<String>),

@@ -9,6 +9,7 @@
 mod cli;
 mod error;
 mod etcd_versions;
+mod generated;
 mod go;
 mod provision;
 mod run;
@@ -224,6 +225,7 @@ fn interop(root: &Path, versions: &[EtcdVersion]) -> Result<()> {
         etcds.push((version, binary));
     }
     let mut report = Report::default();
+    check_generated(root, &go, &cargo, &protoc, &mut report);
     // Without the harness the differential tests cannot run; the other suites can.
     let started = Instant::now();
     let reference = reference_harness(root, &cargo, &go).unwrap_or_else(|error| {
@@ -280,6 +282,68 @@ fn interop(root: &Path, versions: &[EtcdVersion]) -> Result<()> {
     report.finish("interop")
 }
 
+/// The files generated from the Go reference and committed (the protobuf schema, the
+/// golden fixtures) are what it generates today, and a larger fuzzed set passes the
+/// protobuf crate's golden tests.
+fn check_generated(root: &Path, go: &Go, cargo: &Path, protoc: &Path, report: &mut Report) {
+    let started = Instant::now();
+    let outcome = generated::schema_is_current(root, go);
+    report.outcome(
+        "protobuf schema equals what interop/schema generates".to_owned(),
+        started,
+        outcome,
+    );
+    let started = Instant::now();
+    let program = generated::golden_is_current(root, go).map_err(|error| {
+        // The larger set is still worth checking: build the generator's path anyway.
+        eprintln!("xtask: {error}");
+        error
+    });
+    let program = match program {
+        Ok(program) => {
+            report.record(
+                "golden fixtures equal what interop/golden generates".to_owned(),
+                started.elapsed(),
+                true,
+            );
+            program
+        }
+        Err(XtaskError::GeneratedDiffers(_)) => {
+            report.record(
+                "golden fixtures equal what interop/golden generates".to_owned(),
+                started.elapsed(),
+                false,
+            );
+            root.join(provision::TOOLS_DIR).join("apistore-golden")
+        }
+        Err(_) => {
+            report.record(
+                "build and run interop/golden".to_owned(),
+                started.elapsed(),
+                false,
+            );
+            return;
+        }
+    };
+    let started = Instant::now();
+    match generated::large_golden_set(root, &program) {
+        Ok(dir) => report.run(
+            format!(
+                "apistore-protobuf tests on interop/golden {}",
+                generated::LARGE_GOLDEN_ARGS.join(" ")
+            ),
+            cargo_command(cargo, root, protoc)
+                .env(generated::GOLDEN_DIR_ENV, &dir)
+                .args(["test", "-p", "apistore-protobuf", "--tests"]),
+        ),
+        Err(error) => report.outcome(
+            "generate the larger golden set".to_owned(),
+            started,
+            Err(error),
+        ),
+    }
+}
+
 /// The steps of a command that goes on after a failure: each one's time and outcome,
 /// listed at the end.
 #[derive(Debug, Default)]
@@ -296,6 +360,14 @@ impl Report {
             eprintln!("xtask: {error}");
         }
         self.record(label, started.elapsed(), result.is_ok());
+    }
+
+    /// Records a step that ran in this process.
+    fn outcome(&mut self, label: String, started: Instant, outcome: Result<()>) {
+        if let Err(error) = &outcome {
+            eprintln!("xtask: {error}");
+        }
+        self.record(label, started.elapsed(), outcome.is_ok());
     }
 
     fn record(&mut self, label: String, took: Duration, ok: bool) {

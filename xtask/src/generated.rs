@@ -1,0 +1,149 @@
+//! `cargo xtask interop`'s checks of what is generated from the Go reference and
+//! committed: the protobuf schema (`interop/schema`) and the golden fixtures
+//! (`interop/golden`) must come out of today's Go programs byte for byte, and a larger
+//! fuzzed set than the committed one must pass the protobuf crate's golden tests.
+//!
+//! So the committed files cannot drift from the reference, and every interop run tries
+//! objects the committed set never had.
+
+use std::collections::BTreeMap;
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use crate::error::{Result, XtaskError};
+use crate::go::Go;
+use crate::provision;
+use crate::run::run_step;
+
+/// The committed schema, relative to the workspace root.
+const SCHEMA: &str = "crates/apistore-protobuf/schema/k8s-1.31.json";
+/// The committed golden fixtures, relative to the workspace root.
+const GOLDEN: &str = "crates/apistore-protobuf/tests/golden";
+/// How the committed fixtures were made (interop/golden/README.md).
+const GOLDEN_ARGS: [&str; 4] = ["-fuzz", "2", "-seed", "1"];
+/// The larger set each interop run checks: 20 fuzzed objects per kind.
+pub(crate) const LARGE_GOLDEN_ARGS: [&str; 4] = ["-fuzz", "20", "-seed", "31"];
+/// Environment variable the golden tests read a fixture directory from.
+pub(crate) const GOLDEN_DIR_ENV: &str = "APISTORE_GOLDEN_DIR";
+
+/// Where the generated files of this run go.
+fn scratch(root: &Path, name: &str) -> Result<PathBuf> {
+    let dir = root.join("target/interop").join(name);
+    if dir.exists() {
+        fs::remove_dir_all(&dir)
+            .map_err(|e| XtaskError::io(format!("remove {}", dir.display()), e))?;
+    }
+    fs::create_dir_all(&dir).map_err(|e| XtaskError::io(format!("create {}", dir.display()), e))?;
+    Ok(dir)
+}
+
+/// Builds one of the generator programs into target/tools.
+fn build(root: &Path, go: &Go, module: &str, binary: &str) -> Result<PathBuf> {
+    let tools = root.join(provision::TOOLS_DIR);
+    fs::create_dir_all(&tools)
+        .map_err(|e| XtaskError::io(format!("create {}", tools.display()), e))?;
+    let output = tools.join(binary);
+    go.build(&root.join(module), &output, &[], &[])?;
+    Ok(output)
+}
+
+/// The schema generated now equals the committed one.
+pub(crate) fn schema_is_current(root: &Path, go: &Go) -> Result<()> {
+    let program = build(root, go, "interop/schema", "apistore-schema")?;
+    let out = scratch(root, "schema")?.join("k8s-1.31.json");
+    run_step(Command::new(&program).arg("-out").arg(&out))?;
+    let generated = read(&out)?;
+    let committed = read(&root.join(SCHEMA))?;
+    if generated == committed {
+        println!("xtask: {SCHEMA} is what interop/schema generates today");
+        Ok(())
+    } else {
+        Err(XtaskError::GeneratedDiffers(format!(
+            "{SCHEMA} differs from what interop/schema generates ({}); regenerate it \
+             (docs/protobuf.md) and review the change",
+            out.display()
+        )))
+    }
+}
+
+/// The golden fixtures generated now equal the committed ones, file by file; returns
+/// the generator, for the larger set.
+pub(crate) fn golden_is_current(root: &Path, go: &Go) -> Result<PathBuf> {
+    let program = build(root, go, "interop/golden", "apistore-golden")?;
+    let out = scratch(root, "golden-committed")?;
+    run_step(
+        Command::new(&program)
+            .arg("-out")
+            .arg(&out)
+            .args(GOLDEN_ARGS),
+    )?;
+    let generated = files(&out)?;
+    let committed = files(&root.join(GOLDEN))?;
+    let mut differences: Vec<String> = Vec::new();
+    for (name, bytes) in &generated {
+        match committed.get(name) {
+            None => differences.push(format!("{name} is not committed")),
+            Some(theirs) if theirs != bytes => differences.push(format!("{name} differs")),
+            Some(_) => {}
+        }
+    }
+    differences.extend(
+        committed
+            .keys()
+            .filter(|name| !generated.contains_key(*name))
+            .map(|name| format!("{name} is no longer generated")),
+    );
+    if differences.is_empty() {
+        println!(
+            "xtask: {GOLDEN} ({} files) is what interop/golden generates today",
+            committed.len()
+        );
+        Ok(program)
+    } else {
+        let shown = differences
+            .iter()
+            .take(5)
+            .cloned()
+            .collect::<Vec<_>>()
+            .join(", ");
+        Err(XtaskError::GeneratedDiffers(format!(
+            "{GOLDEN} differs from what interop/golden {} generates: {} file(s) ({shown}); \
+             regenerate it (interop/golden/README.md) and review the change",
+            GOLDEN_ARGS.join(" "),
+            differences.len()
+        )))
+    }
+}
+
+/// Generates the larger fuzzed set; returns its directory.
+pub(crate) fn large_golden_set(root: &Path, program: &Path) -> Result<PathBuf> {
+    let out = scratch(root, "golden-large")?;
+    run_step(
+        Command::new(program)
+            .arg("-out")
+            .arg(&out)
+            .args(LARGE_GOLDEN_ARGS),
+    )?;
+    Ok(out)
+}
+
+fn read(path: &Path) -> Result<Vec<u8>> {
+    fs::read(path).map_err(|e| XtaskError::io(format!("read {}", path.display()), e))
+}
+
+/// The files directly in `dir`, by name.
+fn files(dir: &Path) -> Result<BTreeMap<String, Vec<u8>>> {
+    let entries =
+        fs::read_dir(dir).map_err(|e| XtaskError::io(format!("list {}", dir.display()), e))?;
+    let mut files = BTreeMap::new();
+    for entry in entries {
+        let entry = entry.map_err(|e| XtaskError::io(format!("list {}", dir.display()), e))?;
+        let path = entry.path();
+        if path.is_file() {
+            let name = entry.file_name().to_string_lossy().into_owned();
+            files.insert(name, read(&path)?);
+        }
+    }
+    Ok(files)
+}
