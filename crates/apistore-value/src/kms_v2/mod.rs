@@ -9,12 +9,18 @@
 //! (a trait, so the envelope is tested without sockets); [`TestKmsPlugin`] (feature
 //! `test-plugin`) is an in-process plugin for tests.
 //!
-//! Left to others: a gRPC client for plugins behind `unix://` sockets, metrics of
-//! the envelope (key id hashes, cache sizes) and reloading.
+//! With the `grpc` feature, [`GrpcKmsService`] reaches a real plugin on its `unix://`
+//! socket and [`GrpcKmsConnector`] connects an encryption configuration's providers.
+//!
+//! Left to others: metrics of the envelope (key id hashes, cache sizes) and reloading.
 
 mod cache;
 mod encrypted_object;
 mod envelope;
+#[cfg(feature = "grpc")]
+mod grpc;
+#[cfg(feature = "grpc-test-plugin")]
+mod grpc_plugin;
 mod service;
 #[cfg(any(test, feature = "test-plugin"))]
 mod test_plugin;
@@ -31,6 +37,10 @@ pub use envelope::{
     DEFAULT_KMS_TIMEOUT, HEALTHZ_NEGATIVE_INTERVAL, HEALTHZ_POSITIVE_INTERVAL, KMS_V2_PREFIX,
     KmsV2Envelope, KmsV2Options, WRITE_DEK_SOURCE_MAX_TTL,
 };
+#[cfg(feature = "grpc")]
+pub use grpc::{GrpcKmsConnector, GrpcKmsService, KMS_V2_SERVICE};
+#[cfg(feature = "grpc-test-plugin")]
+pub use grpc_plugin::KmsPluginServer;
 pub use service::{DecryptRequest, EncryptResponse, KmsError, KmsService, StatusResponse};
 #[cfg(any(test, feature = "test-plugin"))]
 pub use test_plugin::{KmsOperation, TestKmsPlugin};
