@@ -31,6 +31,7 @@
 //! This follows the role of kube-apiserver's `pkg/storage/etcd3/testserver`, which runs
 //! an embedded etcd; we run the real binary instead.
 
+#[cfg(feature = "cluster")]
 mod cluster;
 mod error;
 mod process;
@@ -44,6 +45,7 @@ use std::time::Duration;
 
 use tempfile::TempDir;
 
+#[cfg(feature = "cluster")]
 pub use self::cluster::{ClusterError, ClusterResult, EtcdCluster, MemberStatus};
 pub use self::error::{FixtureError, Result};
 use self::process::{LaunchError, LaunchSpec, MemberSpec, Running};
