@@ -34,9 +34,9 @@ pub(crate) struct GlobalArgs {
     /// The key prefix (kube-apiserver's --etcd-prefix).
     #[arg(long, global = true, default_value = "/registry")]
     pub(crate) prefix: String,
-    /// Output format.
-    #[arg(short = 'o', long = "output", global = true, value_enum, default_value_t = OutputFormat::Yaml)]
-    pub(crate) output: OutputFormat,
+    /// Output format [default: yaml; a table for `keys`].
+    #[arg(short = 'o', long = "output", global = true, value_enum)]
+    pub(crate) output: Option<OutputFormat>,
     /// Seconds one etcd request may take.
     #[arg(long, global = true, default_value_t = 30)]
     pub(crate) request_timeout: u64,
@@ -110,8 +110,17 @@ pub(crate) enum OutputFormat {
     Json,
     /// YAML.
     Yaml,
-    /// A table: name, namespace, resourceVersion, creation time.
+    /// A table: name, namespace, resourceVersion, creation time, kind, age.
     Table,
+    /// `<resource>/<name>` per object, as `kubectl get -o name`.
+    Name,
+}
+
+impl GlobalArgs {
+    /// The output format asked for, YAML when none was.
+    pub(crate) fn format(&self) -> OutputFormat {
+        self.output.unwrap_or(OutputFormat::Yaml)
+    }
 }
 
 #[derive(Debug, Subcommand)]
@@ -124,15 +133,46 @@ pub(crate) enum Command {
         /// The file to read (`-` for stdin).
         #[arg(short = 'f', long = "filename")]
         file: PathBuf,
+        /// Check and print the object that would be written; write nothing.
+        #[arg(long)]
+        dry_run: bool,
     },
     /// Print the object under a key.
     #[command(after_help = "Example:\n  apistore get configmaps/default/cm1 -o json")]
+    #[command(
+        after_help = "Examples:\n  apistore get configmaps/default/cm1 -o json\n  apistore get secrets/default/s1 --raw\n  apistore get configmaps/default/cm1 --rv 1234 --exact"
+    )]
     Get {
         /// The key, relative to the prefix.
         key: String,
-        /// The minimum resourceVersion the answer must reflect.
+        /// The minimum resourceVersion the answer must reflect (with --exact: the
+        /// revision to read the object at).
         #[arg(long = "rv")]
         resource_version: Option<String>,
+        /// Read the object as it was at exactly --rv (it must not be compacted yet).
+        #[arg(long, requires = "resource_version")]
+        exact: bool,
+        /// Print the stored bytes, neither decrypted nor decoded, escaped (printable
+        /// ASCII as is, other bytes as `\xNN`), on one line.
+        #[arg(long)]
+        raw: bool,
+        /// Write the stored bytes, as they are, to FILE (`-o` does not apply).
+        #[arg(long, value_name = "FILE")]
+        raw_out: Option<PathBuf>,
+    },
+    /// List the keys under a prefix (every key when none is given) with etcd's metadata:
+    /// mod and create revision, version, lease, size and encoding (`json`, `protobuf`,
+    /// or `<provider>:<key>` when encrypted, read from the value's prefix without
+    /// decrypting). A table by default; `-o json`/`yaml` a list of objects, `-o name` the
+    /// keys.
+    #[command(after_help = "Examples:\n  apistore keys secrets/default\n  apistore keys -o json")]
+    Keys {
+        /// The prefix, relative to the store prefix.
+        #[arg(value_name = "PREFIX")]
+        key_prefix: Option<String>,
+        /// The revision to read at (0: the latest).
+        #[arg(long = "rv", default_value_t = 0)]
+        revision: i64,
     },
     /// Replace an object by guaranteed update. A resourceVersion in the file must match
     /// the stored one (as with `kubectl replace`); without one the update is
@@ -148,6 +188,10 @@ pub(crate) enum Command {
         file: PathBuf,
         #[command(flatten)]
         preconditions: PreconditionArgs,
+        /// Check the preconditions and print the object that would be written; write
+        /// nothing.
+        #[arg(long)]
+        dry_run: bool,
     },
     /// Delete the object under a key and print its last state.
     #[command(
@@ -158,6 +202,15 @@ pub(crate) enum Command {
         key: String,
         #[command(flatten)]
         preconditions: PreconditionArgs,
+        /// Check the preconditions and print the object that would be deleted; delete
+        /// nothing.
+        #[arg(long)]
+        dry_run: bool,
+        /// Delete the stored value without reading it, for a value that cannot be
+        /// decrypted or decoded (kube's `unsafe-delete-ignore-read-errors`); prints the
+        /// key and the revision of the deletion on stderr.
+        #[arg(long, conflicts_with_all = ["uid", "resource_version"])]
+        force: bool,
     },
     /// Print how many objects are under a prefix.
     #[command(after_help = "Example:\n  apistore count configmaps/default")]
@@ -206,9 +259,15 @@ pub(crate) enum Command {
         /// Follow continue tokens to the end and print every item.
         #[arg(long)]
         all: bool,
+        /// Leave out the values that cannot be decrypted or decoded, each named on
+        /// stderr, instead of failing (selectors apply; paging does not).
+        #[arg(long)]
+        skip_undecodable: bool,
     },
     /// Watch the objects under a prefix: one JSON line per event,
-    /// `{"type":"ADDED","object":{...}}`, printed as it arrives (`-o` does not apply).
+    /// `{"type":"ADDED","object":{...}}`, printed as it arrives; `-o table` one line
+    /// per event (type, name, namespace, resourceVersion, kind), `-o name`
+    /// `<resource>/<name>`, `-o yaml` a YAML document per event.
     /// Exits 0 after --max-events events or --timeout seconds; an ERROR event is printed,
     /// then the command exits 1.
     #[command(

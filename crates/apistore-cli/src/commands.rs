@@ -4,14 +4,16 @@ use std::io::Read;
 use std::path::Path;
 use std::time::Duration;
 
+use apistore::layers::etcd3::Etcd3Store;
 use apistore::{
     ApiStore, DeleteOptions, DynamicObject, FieldSelector, GetOptions, LabelSelector, ListOptions,
     ObjectList, Preconditions, ResourceVersionMatch, Storage, StorageError, UpdateOptions,
 };
 
-use crate::args::{Cli, Command, EncryptionCommand, GlobalArgs, PreconditionArgs};
+use crate::args::{Cli, Command, EncryptionCommand, GlobalArgs, OutputFormat, PreconditionArgs};
 use crate::error::CliError;
-use crate::output::print;
+use crate::output::{print, write_stdout};
+use crate::raw::{print_keys, print_raw};
 
 pub(crate) async fn run(cli: Cli) -> Result<(), CliError> {
     if let Command::Completions { shell } = cli.command {
@@ -56,38 +58,107 @@ async fn run_command(
         }
     }
     let api = connect(global, registry).await?;
-    let format = global.output;
+    let format = global.format();
     let resource_of = |key: &str| resource_of(&api, global, key);
     match command {
         // Handled before connecting.
         Command::Completions { .. } => Ok(()),
-        Command::Create { key, file } => {
-            let object = read_object(&file)?;
+        Command::Create { key, file, dry_run } => {
+            let mut object = read_object(&file)?;
+            check_object(&key, &mut object)?;
             let store = api.dynamic_store(&resource_of(&key)?);
+            if dry_run {
+                if let Some(entry) = store.raw_get(&key, 0).await? {
+                    return Err(StorageError::KeyExists {
+                        key: store.prepare_key(&key)?,
+                        resource_version: u64::try_from(entry.mod_revision).unwrap_or(0),
+                    }
+                    .into());
+                }
+                eprintln!("would create {key}");
+                return print(format, &object);
+            }
             print(format, &store.create(&key, object, 0).await?)
+        }
+        Command::Keys {
+            key_prefix,
+            revision,
+        } => {
+            let store = raw_store(&api, global, key_prefix.as_deref());
+            let entries = store
+                .raw_entries(key_prefix.as_deref().unwrap_or_default(), revision)
+                .await?;
+            print_keys(global.output, &entries)
         }
         Command::Get {
             key,
             resource_version,
+            exact,
+            raw,
+            raw_out,
         } => {
             let store = api.dynamic_store(&resource_of(&key)?);
-            let options = GetOptions {
-                ignore_not_found: false,
-                resource_version: resource_version.unwrap_or_default(),
+            if raw || raw_out.is_some() {
+                let revision = match (&resource_version, exact) {
+                    (Some(rv), true) => rv.parse::<i64>().map_err(|e| CliError::FlagValue {
+                        flag: "--rv",
+                        message: format!("{rv:?} is not a revision: {e}"),
+                    })?,
+                    _ => 0,
+                };
+                let Some(entry) = store.raw_get(&key, revision).await? else {
+                    return Err(StorageError::not_found(store.prepare_key(&key)?).into());
+                };
+                return print_raw(&entry, raw_out.as_deref());
+            }
+            let read = if exact {
+                get_exact(&store, &key, resource_version.unwrap_or_default()).await
+            } else {
+                let options = GetOptions {
+                    ignore_not_found: false,
+                    resource_version: resource_version.unwrap_or_default(),
+                };
+                store.get(&key, &options).await
             };
-            print(format, &store.get(&key, &options).await?)
+            let object = match read {
+                Ok(object) => object,
+                Err(err) => return Err(explain_read_error(&store, global, &key, err).await),
+            };
+            print(format, &object)
         }
         Command::Update {
             key,
             file,
             preconditions,
+            dry_run,
         } => {
-            let desired = read_object(&file)?;
+            let mut desired = read_object(&file)?;
+            check_object(&key, &mut desired)?;
             let store = api.dynamic_store(&resource_of(&key)?);
             let etcd_key = store.prepare_key(&key)?;
             let wanted_rv = desired.metadata.resource_version.clone();
+            let preconditions = preconditions_of(preconditions);
+            if dry_run {
+                let current = store.get(&key, &GetOptions::default()).await?;
+                check_preconditions(&etcd_key, preconditions.as_ref(), &current)?;
+                if !wanted_rv.is_empty() && wanted_rv != current.metadata.resource_version {
+                    return Err(StorageError::conflict(
+                        etcd_key,
+                        format!(
+                            "the object has been modified; please apply your changes to the latest version and try again (file has resourceVersion {wanted_rv}, stored is {})",
+                            current.metadata.resource_version
+                        ),
+                    )
+                    .into());
+                }
+                eprintln!(
+                    "would update {key} (stored resourceVersion {})",
+                    current.metadata.resource_version
+                );
+                return print(format, &desired);
+            }
             let options = UpdateOptions {
-                preconditions: preconditions_of(preconditions),
+                preconditions,
                 ..UpdateOptions::default()
             };
             let updated = store
@@ -107,10 +178,38 @@ async fn run_command(
                 .await?;
             print(format, &updated)
         }
-        Command::Delete { key, preconditions } => {
+        Command::Delete {
+            key,
+            preconditions,
+            dry_run,
+            force,
+        } => {
             let store = api.dynamic_store(&resource_of(&key)?);
+            if force {
+                let Some(entry) = store.raw_get(&key, 0).await? else {
+                    return Err(StorageError::not_found(store.prepare_key(&key)?).into());
+                };
+                if dry_run {
+                    eprintln!(
+                        "would delete {key} (modRevision {}, {} bytes) without reading it",
+                        entry.mod_revision,
+                        entry.value.len()
+                    );
+                    return Ok(());
+                }
+                let revision = store.raw_delete(&key, entry.mod_revision).await?;
+                eprintln!("deleted {key} without reading it, at revision {revision}");
+                return Ok(());
+            }
+            let preconditions = preconditions_of(preconditions);
+            if dry_run {
+                let current = store.get(&key, &GetOptions::default()).await?;
+                check_preconditions(&store.prepare_key(&key)?, preconditions.as_ref(), &current)?;
+                eprintln!("would delete {key}");
+                return print(format, &current);
+            }
             let options = DeleteOptions {
-                preconditions: preconditions_of(preconditions),
+                preconditions,
                 ..DeleteOptions::default()
             };
             print(format, &store.delete(&key, options).await?)
@@ -118,8 +217,12 @@ async fn run_command(
         Command::Count { key_prefix: prefix } => {
             let store = api.dynamic_store(&resource_of(&prefix)?);
             let count = store.count(&prefix).await?;
-            println!("{count}");
-            Ok(())
+            // Without -o, the bare number, as always.
+            match global.output {
+                None | Some(OutputFormat::Table) => write_stdout(&format!("{count}\n")),
+                Some(OutputFormat::Name) => write_stdout(&format!("count/{count}\n")),
+                Some(format) => print(format, &serde_json::json!({ "count": count })),
+            }
         }
         Command::List {
             key_prefix: prefix,
@@ -130,6 +233,7 @@ async fn run_command(
             selector,
             field_selector,
             all,
+            skip_undecodable,
         } => {
             let store = api.dynamic_store(&resource_of(&prefix)?);
             let mut options = ListOptions {
@@ -161,7 +265,14 @@ async fn run_command(
                         source,
                     })?;
             }
-            let mut list: ObjectList<DynamicObject> = store.list(&prefix, &options).await?;
+            if skip_undecodable {
+                let list = list_skipping_undecodable(&store, &prefix, &options).await?;
+                return print(format, &list);
+            }
+            let mut list: ObjectList<DynamicObject> = match store.list(&prefix, &options).await {
+                Ok(list) => list,
+                Err(err) => return Err(explain_read_error(&store, global, &prefix, err).await),
+            };
             while all && !list.metadata.continue_token.is_empty() {
                 options.predicate.continue_token =
                     std::mem::take(&mut list.metadata.continue_token);
@@ -338,6 +449,186 @@ fn resource_of(api: &ApiStore, global: &GlobalArgs, key: &str) -> Result<String,
         .resolve_key(key)
         .map(|layout| layout.group_resource.to_string())
         .map_err(|e| CliError::Key(e.to_string()))
+}
+
+/// A list that goes past the values it cannot decrypt or decode, naming each on
+/// stderr: every key under the prefix read one by one at the revision of the key scan,
+/// the selectors applied here. Paging does not apply.
+async fn list_skipping_undecodable(
+    store: &Etcd3Store<DynamicObject>,
+    prefix: &str,
+    options: &ListOptions,
+) -> Result<ObjectList<DynamicObject>, CliError> {
+    use apistore::ApiObject;
+    let entries = store.raw_entries(prefix, 0).await?;
+    let revision = entries.iter().map(|e| e.mod_revision).max().unwrap_or(0);
+    let mut items = Vec::new();
+    for entry in entries {
+        let read = get_exact(store, &entry.key, entry.mod_revision.to_string()).await;
+        match read {
+            Ok(object) => {
+                let predicate = &options.predicate;
+                if predicate.label.matches(&object.metadata.labels)
+                    && predicate.field.matches(&object.fields())
+                {
+                    items.push(object);
+                }
+            }
+            Err(err) if err.is_not_found() => {}
+            Err(err) => eprintln!("skipped {}: {}: {err}", entry.key, err.status().reason),
+        }
+    }
+    let mut list = ObjectList::<DynamicObject> {
+        items,
+        ..ObjectList::default()
+    };
+    list.metadata.resource_version = revision.to_string();
+    Ok(list)
+}
+
+/// A store that reads any key under the prefix, for `keys` (which need not name a
+/// resource): the resource of the prefix when the layout places it, for its metrics.
+fn raw_store(
+    api: &ApiStore,
+    global: &GlobalArgs,
+    prefix: Option<&str>,
+) -> Etcd3Store<DynamicObject> {
+    let resource = global.resource.clone().or_else(|| {
+        prefix
+            .and_then(|p| api.layout().resolve_key(p).ok())
+            .map(|l| l.group_resource.to_string())
+    });
+    let mut config = api.store_config(resource.as_deref().unwrap_or("keys"));
+    config.confine_keys = false;
+    Etcd3Store::new(api.client().clone(), config)
+}
+
+/// The object under `key` as of exactly `resource_version`: a non-recursive list at
+/// that revision, which reads the one key (kube's `GetList` on a key).
+async fn get_exact(
+    store: &Etcd3Store<DynamicObject>,
+    key: &str,
+    resource_version: String,
+) -> Result<DynamicObject, StorageError> {
+    let options = ListOptions {
+        resource_version,
+        resource_version_match: ResourceVersionMatch::Exact,
+        recursive: false,
+        ..ListOptions::default()
+    };
+    let list: ObjectList<DynamicObject> = store.list(key, &options).await?;
+    list.items
+        .into_iter()
+        .next()
+        .map_or_else(|| Err(StorageError::not_found(store.prepare_key(key)?)), Ok)
+}
+
+/// A read that failed on an encrypted value without `--encryption-config` says to pass
+/// it (the value is named by its provider and key); other errors stay as they are.
+async fn explain_read_error(
+    store: &Etcd3Store<DynamicObject>,
+    global: &GlobalArgs,
+    key: &str,
+    err: StorageError,
+) -> CliError {
+    if global.encryption_config.is_some() || !err.is_internal() {
+        return err.into();
+    }
+    let relative = err
+        .key()
+        .strip_prefix(store.path_prefix())
+        .map_or_else(|| key.to_owned(), str::to_owned);
+    match store.raw_get(&relative, 0).await {
+        Ok(Some(entry)) if entry.value.starts_with(b"k8s:enc:") => CliError::Usage(format!(
+            "{relative} is encrypted ({}): pass --encryption-config FILE with its key to read it",
+            crate::raw::encoding(&entry.value)
+        )),
+        _ => err.into(),
+    }
+}
+
+/// What kube's registry checks of an object before it is written: apiVersion and kind
+/// are set, and the name and namespace are the key's (an empty namespace is taken from
+/// a namespaced key, as kube takes it from the request).
+fn check_object(key: &str, object: &mut DynamicObject) -> Result<(), CliError> {
+    let mut missing = Vec::new();
+    if object.api_version.is_empty() {
+        missing.push("apiVersion");
+    }
+    if object.kind.is_empty() {
+        missing.push("kind");
+    }
+    if !missing.is_empty() {
+        return Err(CliError::BadObject(format!(
+            "the object has no {}: kube-apiserver would not know its type",
+            missing.join(" and ")
+        )));
+    }
+    let segments: Vec<&str> = key.trim_matches('/').split('/').collect();
+    let name = segments.last().copied().unwrap_or_default();
+    if object.metadata.name != name {
+        return Err(CliError::BadObject(format!(
+            "the object's name {:?} does not match the key {key:?} (name {name:?})",
+            object.metadata.name
+        )));
+    }
+    let key_namespace = (segments.len() >= 3).then(|| segments[segments.len() - 2]);
+    match key_namespace {
+        Some(namespace) if object.metadata.namespace.is_empty() => {
+            namespace.clone_into(&mut object.metadata.namespace);
+        }
+        Some(namespace) if object.metadata.namespace != namespace => {
+            return Err(CliError::BadObject(format!(
+                "the object's namespace {:?} does not match the key {key:?} (namespace {namespace:?})",
+                object.metadata.namespace
+            )));
+        }
+        None if !object.metadata.namespace.is_empty() => {
+            return Err(CliError::BadObject(format!(
+                "the object has namespace {:?} but the key {key:?} has none",
+                object.metadata.namespace
+            )));
+        }
+        _ => {}
+    }
+    Ok(())
+}
+
+/// The preconditions against the stored object, for a dry run (the store checks them on
+/// a real write).
+fn check_preconditions(
+    etcd_key: &str,
+    preconditions: Option<&Preconditions>,
+    current: &DynamicObject,
+) -> Result<(), CliError> {
+    let Some(preconditions) = preconditions else {
+        return Ok(());
+    };
+    if let Some(uid) = &preconditions.uid {
+        if *uid != current.metadata.uid {
+            return Err(StorageError::conflict(
+                etcd_key,
+                format!(
+                    "Precondition failed: UID in precondition: {uid}, UID in object meta: {}",
+                    current.metadata.uid
+                ),
+            )
+            .into());
+        }
+    }
+    if let Some(rv) = &preconditions.resource_version {
+        if *rv != current.metadata.resource_version {
+            return Err(StorageError::conflict(
+                etcd_key,
+                format!(
+                    "Precondition failed: ResourceVersion in precondition: {rv}, ResourceVersion in object meta: {}",
+                    current.metadata.resource_version
+                ),
+            )
+            .into());
+        }
+    }
+    Ok(())
 }
 
 fn preconditions_of(args: PreconditionArgs) -> Option<Preconditions> {

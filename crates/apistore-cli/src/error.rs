@@ -39,6 +39,10 @@ pub(crate) enum CliError {
         /// The parser's complaint.
         message: String,
     },
+    /// A `-f` object kube's registry would refuse for its key (no apiVersion or kind,
+    /// another name or namespace).
+    #[error("{0}")]
+    BadObject(String),
     /// A label or field selector does not parse.
     #[error("invalid {flag}: {source}")]
     Selector {
@@ -92,6 +96,7 @@ impl CliError {
             | Self::FlagValue { .. }
             | Self::Key(_)
             | Self::Usage(_) => "BadRequest".to_owned(),
+            Self::BadObject(_) => "Invalid".to_owned(),
         }
     }
 
@@ -104,6 +109,7 @@ impl CliError {
             | Self::Tls(_)
             | Self::ReadFile { .. }
             | Self::NotAnObject { .. }
+            | Self::BadObject(_)
             | Self::Selector { .. }
             | Self::FlagValue { .. }
             | Self::Key(_)

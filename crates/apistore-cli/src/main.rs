@@ -4,6 +4,7 @@ mod args;
 mod commands;
 mod error;
 mod output;
+mod raw;
 mod rewrite;
 
 use std::process::ExitCode;

@@ -49,7 +49,7 @@ pub(crate) async fn rewrite(
                 "failed": failed,
             })
         ),
-        OutputFormat::Yaml | OutputFormat::Table => format!(
+        OutputFormat::Yaml | OutputFormat::Table | OutputFormat::Name => format!(
             "scanned: {}\nrewritten: {}\nfailed: {failed}\n",
             summary.scanned, summary.rewritten
         ),

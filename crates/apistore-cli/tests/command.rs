@@ -479,3 +479,263 @@ async fn a_storage_error_exits_1_with_its_reason() {
         "AlreadyExists",
     );
 }
+
+const CM1: &str = r#"{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"cm1","namespace":"default"},"data":{"k":"v1"}}"#;
+
+#[tokio::test]
+async fn keys_lists_metadata_and_encoding_without_decrypting() {
+    let f = Fixture::new("cli-keys");
+    let cm = f.file("cm1.json", CM1);
+    let widget = f.file("w1.json", WIDGET);
+    f.ok(&[
+        "create",
+        "configmaps/default/cm1",
+        "-f",
+        cm.to_str().unwrap(),
+    ]);
+    f.ok(&[
+        "create",
+        "example.com/widgets/default/w1",
+        "-f",
+        widget.to_str().unwrap(),
+    ]);
+    put_encrypted(&f, &[("key1", KEY1)], "secrets/default/s1", b"{}").await;
+    let (_, cm_rev) = f.raw("configmaps/default/cm1").await;
+
+    let keys: serde_json::Value = serde_json::from_str(&f.ok(&["-o", "json", "keys"])).unwrap();
+    let rows = keys.as_array().unwrap();
+    let by_key = |key: &str| rows.iter().find(|r| r["key"] == key).unwrap().clone();
+    assert_eq!(rows.len(), 3, "{keys}");
+    let row = by_key("configmaps/default/cm1");
+    assert_eq!(row["encoding"], "protobuf");
+    assert_eq!(row["modRevision"], cm_rev);
+    assert_eq!(row["createRevision"], cm_rev);
+    assert_eq!(row["version"], 1);
+    assert_eq!(row["lease"], 0);
+    assert!(row["size"].as_u64().unwrap() > 0);
+    assert_eq!(by_key("example.com/widgets/default/w1")["encoding"], "json");
+    assert_eq!(by_key("secrets/default/s1")["encoding"], "aesgcm:key1");
+
+    // A prefix narrows it; the default is a table.
+    let table = f.ok(&["keys", "secrets"]);
+    let lines: Vec<&str> = table.lines().collect();
+    assert_eq!(lines.len(), 2, "{table}");
+    assert!(lines[0].starts_with("KEY"), "{table}");
+    assert!(
+        lines[0].contains("MOD_REV") && lines[0].contains("ENCODING"),
+        "{table}"
+    );
+    assert!(lines[1].starts_with("secrets/default/s1"), "{table}");
+    assert!(lines[1].ends_with("aesgcm:key1"), "{table}");
+    assert_eq!(
+        f.ok(&["-o", "name", "keys", "configmaps"]),
+        "configmaps/default/cm1\n"
+    );
+}
+
+#[tokio::test]
+async fn get_raw_prints_the_stored_bytes_and_exact_reads_an_old_revision() {
+    let f = Fixture::new("cli-get-raw");
+    f.put_raw(
+        "secrets/default/s1",
+        b"k8s:enc:aesgcm:v1:key1:\x00\x01\n".to_vec(),
+    )
+    .await;
+    assert_eq!(
+        f.ok(&["get", "secrets/default/s1", "--raw"]),
+        "k8s:enc:aesgcm:v1:key1:\\x00\\x01\\n\n"
+    );
+    let out = f.dir.path().join("value.bin");
+    f.ok(&[
+        "get",
+        "secrets/default/s1",
+        "--raw-out",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(
+        std::fs::read(&out).unwrap(),
+        b"k8s:enc:aesgcm:v1:key1:\x00\x01\n"
+    );
+
+    let cm = f.file("cm1.json", CM1);
+    f.ok(&[
+        "create",
+        "configmaps/default/cm1",
+        "-f",
+        cm.to_str().unwrap(),
+    ]);
+    let (_, first) = f.raw("configmaps/default/cm1").await;
+    let v2 = f.file("cm2.json", &CM1.replace("\"v1\"}", "\"v2\"}"));
+    f.ok(&[
+        "update",
+        "configmaps/default/cm1",
+        "-f",
+        v2.to_str().unwrap(),
+    ]);
+    let first = first.to_string();
+    let old: serde_json::Value = serde_json::from_str(&f.ok(&[
+        "-o",
+        "json",
+        "get",
+        "configmaps/default/cm1",
+        "--rv",
+        &first,
+        "--exact",
+    ]))
+    .unwrap();
+    assert_eq!(old["data"]["k"], "v1");
+    assert_eq!(old["metadata"]["resourceVersion"], first.as_str());
+    let now: serde_json::Value =
+        serde_json::from_str(&f.ok(&["-o", "json", "get", "configmaps/default/cm1"])).unwrap();
+    assert_eq!(now["data"]["k"], "v2");
+    // --exact needs --rv: a command-line mistake.
+    let out = f.run(&["get", "configmaps/default/cm1", "--exact"]);
+    assert_eq!(out.status.code(), Some(2));
+}
+
+#[tokio::test]
+async fn writes_refuse_objects_that_do_not_match_their_key() {
+    let f = Fixture::new("cli-write-checks");
+    let cases = [
+        ("other-name", CM1.replace("\"cm1\"", "\"cm2\""), "name"),
+        (
+            "other-ns",
+            CM1.replace("\"default\"", "\"kube-system\""),
+            "namespace",
+        ),
+        ("no-kind", CM1.replace(r#""kind":"ConfigMap","#, ""), "kind"),
+        (
+            "no-api-version",
+            CM1.replace(r#""apiVersion":"v1","#, ""),
+            "apiVersion",
+        ),
+    ];
+    for (name, text, says) in &cases {
+        let file = f.file(&format!("{name}.json"), text);
+        let file = file.to_str().unwrap();
+        fails_with(
+            &f,
+            &["create", "configmaps/default/cm1", "-f", file],
+            2,
+            says,
+        );
+        fails_with(
+            &f,
+            &["update", "configmaps/default/cm1", "-f", file],
+            2,
+            says,
+        );
+    }
+    let client = f.client().await;
+    let mut client = client;
+    let stored = client
+        .get(
+            format!("{}/", f.prefix),
+            Some(etcd_client::GetOptions::new().with_prefix()),
+        )
+        .await
+        .unwrap();
+    assert!(stored.kvs().is_empty(), "a refused object was written");
+
+    // A namespaced key fills an empty namespace, as kube's registry does.
+    let no_ns = f.file(
+        "no-ns.json",
+        r#"{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"cm1"}}"#,
+    );
+    let created: serde_json::Value = serde_json::from_str(&f.ok(&[
+        "-o",
+        "json",
+        "create",
+        "configmaps/default/cm1",
+        "-f",
+        no_ns.to_str().unwrap(),
+    ]))
+    .unwrap();
+    assert_eq!(created["metadata"]["namespace"], "default");
+}
+
+#[tokio::test]
+async fn dry_runs_say_what_would_be_written_and_write_nothing() {
+    let f = Fixture::new("cli-dry-run");
+    let cm = f.file("cm1.json", CM1);
+    let cm = cm.to_str().unwrap();
+    let out = f.run(&[
+        "-o",
+        "json",
+        "create",
+        "configmaps/default/cm1",
+        "-f",
+        cm,
+        "--dry-run",
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let would: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(would["data"]["k"], "v1");
+    assert!(String::from_utf8_lossy(&out.stderr).contains("would create configmaps/default/cm1"));
+    fails_with(&f, &["get", "configmaps/default/cm1"], 1, "NotFound");
+
+    f.ok(&["create", "configmaps/default/cm1", "-f", cm]);
+    let before = f.raw("configmaps/default/cm1").await;
+    fails_with(
+        &f,
+        &["create", "configmaps/default/cm1", "-f", cm, "--dry-run"],
+        1,
+        "AlreadyExists",
+    );
+    let v2 = f.file("cm2.json", &CM1.replace("\"v1\"}", "\"v2\"}"));
+    let v2 = v2.to_str().unwrap();
+    let out = f.run(&[
+        "-o",
+        "json",
+        "update",
+        "configmaps/default/cm1",
+        "-f",
+        v2,
+        "--dry-run",
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let would: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(would["data"]["k"], "v2");
+    fails_with(
+        &f,
+        &[
+            "update",
+            "configmaps/default/cm1",
+            "-f",
+            v2,
+            "--dry-run",
+            "--precondition-rv",
+            "1",
+        ],
+        1,
+        "Precondition failed",
+    );
+    let out = f.run(&[
+        "-o",
+        "json",
+        "delete",
+        "configmaps/default/cm1",
+        "--dry-run",
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let would: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(would["data"]["k"], "v1");
+    assert!(String::from_utf8_lossy(&out.stderr).contains("would delete configmaps/default/cm1"));
+    assert_eq!(
+        f.raw("configmaps/default/cm1").await,
+        before,
+        "a dry run wrote"
+    );
+}

@@ -1,0 +1,152 @@
+//! The stored bytes as they are: `apistore keys` and `get --raw`. Nothing here decrypts
+//! or decodes: the encoding is read from the value's first bytes, as `auger` and
+//! `etcdctl` users do by eye.
+
+use std::io::Write;
+
+use apistore::layers::etcd3::RawEntry;
+use serde::Serialize;
+
+use crate::args::OutputFormat;
+use crate::error::CliError;
+use crate::output::{print, write_stdout};
+
+/// What a value is stored as: `json`, `protobuf`, `<provider>:<key>` for an encrypted
+/// value (`k8s:enc:aesgcm:v1:key1:...` is `aesgcm:key1`), `unknown` otherwise.
+pub(crate) fn encoding(value: &[u8]) -> String {
+    if let Some(rest) = value.strip_prefix(b"k8s:enc:") {
+        // <provider>:<version>:<key name>:<ciphertext>
+        let mut parts = rest.splitn(4, |b| *b == b':');
+        if let (Some(provider), Some(_version), Some(key), Some(_)) =
+            (parts.next(), parts.next(), parts.next(), parts.next())
+        {
+            return format!(
+                "{}:{}",
+                String::from_utf8_lossy(provider),
+                String::from_utf8_lossy(key)
+            );
+        }
+        return "encrypted".to_owned();
+    }
+    if apistore::layers::protobuf::is_protobuf(value) {
+        return "protobuf".to_owned();
+    }
+    let first = value.iter().find(|b| !b.is_ascii_whitespace());
+    if first == Some(&b'{') {
+        return "json".to_owned();
+    }
+    "unknown".to_owned()
+}
+
+/// The bytes with printable ASCII as is and everything else escaped (`\n`, `\\`,
+/// `\x00`), one line.
+pub(crate) fn escape(value: &[u8]) -> String {
+    value.escape_ascii().to_string()
+}
+
+/// One row of `apistore keys`.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+struct KeyRow {
+    key: String,
+    mod_revision: i64,
+    create_revision: i64,
+    version: i64,
+    lease: i64,
+    size: usize,
+    encoding: String,
+}
+
+impl From<&RawEntry> for KeyRow {
+    fn from(entry: &RawEntry) -> Self {
+        Self {
+            key: entry.key.clone(),
+            mod_revision: entry.mod_revision,
+            create_revision: entry.create_revision,
+            version: entry.version,
+            lease: entry.lease,
+            size: entry.value.len(),
+            encoding: encoding(&entry.value),
+        }
+    }
+}
+
+const KEY_COLUMNS: [&str; 7] = [
+    "KEY",
+    "MOD_REV",
+    "CREATE_REV",
+    "VERSION",
+    "LEASE",
+    "SIZE",
+    "ENCODING",
+];
+
+/// Prints the keys: a table (the default), JSON or YAML (a list of objects, one per
+/// key), or the keys one a line (`-o name`).
+pub(crate) fn print_keys(
+    format: Option<OutputFormat>,
+    entries: &[RawEntry],
+) -> Result<(), CliError> {
+    let rows: Vec<KeyRow> = entries.iter().map(KeyRow::from).collect();
+    match format.unwrap_or(OutputFormat::Table) {
+        format @ (OutputFormat::Json | OutputFormat::Yaml) => print(format, &rows),
+        OutputFormat::Name => {
+            let text: String = rows.iter().map(|row| format!("{}\n", row.key)).collect();
+            write_stdout(&text)
+        }
+        OutputFormat::Table => {
+            let cells: Vec<[String; 7]> = rows
+                .iter()
+                .map(|row| {
+                    [
+                        row.key.clone(),
+                        row.mod_revision.to_string(),
+                        row.create_revision.to_string(),
+                        row.version.to_string(),
+                        row.lease.to_string(),
+                        row.size.to_string(),
+                        row.encoding.clone(),
+                    ]
+                })
+                .collect();
+            write_stdout(&crate::output::columns(&KEY_COLUMNS, &cells))
+        }
+    }
+}
+
+/// Prints a stored value escaped on one line, or writes it as it is to `path`.
+pub(crate) fn print_raw(entry: &RawEntry, out: Option<&std::path::Path>) -> Result<(), CliError> {
+    match out {
+        Some(path) => std::fs::write(path, &entry.value).map_err(|e| {
+            CliError::Output(format!("cannot write the value to {}: {e}", path.display()))
+        }),
+        None => {
+            let mut line = escape(&entry.value);
+            line.push('\n');
+            let mut stdout = std::io::stdout().lock();
+            stdout
+                .write_all(line.as_bytes())
+                .and_then(|()| stdout.flush())
+                .map_err(|e| CliError::Output(e.to_string()))
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn encodings_are_read_from_the_first_bytes() {
+        assert_eq!(encoding(b"k8s:enc:aesgcm:v1:key1:\x00\x01"), "aesgcm:key1");
+        assert_eq!(encoding(b"k8s:enc:kms:v2:vault:..."), "kms:vault");
+        assert_eq!(encoding(b"k8s\x00\x0a\x02v1"), "protobuf");
+        assert_eq!(encoding(b"{\"kind\":\"Secret\"}"), "json");
+        assert_eq!(encoding(b"\x00\x01 garbage"), "unknown");
+    }
+
+    #[test]
+    fn escaping_keeps_printable_ascii() {
+        assert_eq!(escape(b"k8s\x00\n{\"a\"}"), "k8s\\x00\\n{\\\"a\\\"}");
+    }
+}
