@@ -49,6 +49,7 @@ mod kv;
 mod lease_manager;
 mod list;
 mod monitor;
+mod raw;
 mod reencrypt;
 mod scan;
 mod store;
@@ -79,6 +80,7 @@ pub use monitor::{
     DEFAULT_OBJECT_COUNT_POLL_INTERVAL, DEFAULT_STORAGE_SIZE_POLL_INTERVAL, PollError, PollHandle,
     STORAGE_SIZE_TIMEOUT,
 };
+pub use raw::RawEntry;
 pub use reencrypt::Reencryption;
 pub use store::{Etcd3Store, StoreConfig};
 pub use watch_settings::{DEFAULT_WATCH_UNAVAILABLE_LIMIT, SyncPageHook};
