@@ -258,15 +258,18 @@ async fn run_command(
                         source,
                     })?;
             }
-            if let Some(text) = field_selector {
-                options.predicate.field =
-                    FieldSelector::parse(&text).map_err(|source| CliError::Selector {
-                        flag: "--field-selector",
-                        source,
-                    })?;
-            }
+            let resource = resource_of(&prefix)?;
+            let rest = field_selector_of(
+                &mut options,
+                field_selector.as_deref(),
+                &resource,
+                &store.prepare_key(&prefix)?,
+            )?;
             if skip_undecodable {
-                let list = list_skipping_undecodable(&store, &prefix, &options).await?;
+                let mut list = list_skipping_undecodable(&store, &prefix, &options).await?;
+                list.items.retain(|item| {
+                    serde_json::to_value(item).is_ok_and(|o| crate::fields::matches(&o, &rest))
+                });
                 return print(format, &list);
             }
             let mut list: ObjectList<DynamicObject> = match store.list(&prefix, &options).await {
@@ -283,6 +286,11 @@ async fn run_command(
                 list.items.extend(next.items);
                 list.metadata.continue_token = next.metadata.continue_token;
                 list.metadata.remaining_item_count = next.metadata.remaining_item_count;
+            }
+            if !rest.is_empty() {
+                list.items.retain(|item| {
+                    serde_json::to_value(item).is_ok_and(|o| crate::fields::matches(&o, &rest))
+                });
             }
             print(format, &list)
         }
@@ -326,16 +334,15 @@ async fn run_command(
                         source,
                     })?;
             }
-            if let Some(text) = field_selector {
-                options.predicate.field =
-                    FieldSelector::parse(&text).map_err(|source| CliError::Selector {
-                        flag: "--field-selector",
-                        source,
-                    })?;
-            }
             let etcd_key = store.prepare_key(&key_prefix)?;
+            let rest = field_selector_of(
+                &mut options,
+                field_selector.as_deref(),
+                &resource_of(&key_prefix)?,
+                &etcd_key,
+            )?;
             let events = store.watch(&key_prefix, &options).await?;
-            let printing = print_watch_events(events, max_events, &etcd_key);
+            let printing = print_watch_events(events, max_events, &etcd_key, global.output, &rest);
             match timeout {
                 Some(seconds) => tokio::time::timeout(Duration::from_secs(seconds), printing)
                     .await
@@ -352,6 +359,8 @@ async fn print_watch_events(
     mut events: apistore::WatchStream<DynamicObject>,
     max_events: Option<u64>,
     etcd_key: &str,
+    format: Option<OutputFormat>,
+    rest: &[apistore::selector::FieldRequirement],
 ) -> Result<(), CliError> {
     use std::io::Write;
     let mut printed = 0;
@@ -359,9 +368,32 @@ async fn print_watch_events(
         let Some(event) = apistore::layers::etcd3::next_event(&mut events).await else {
             return Ok(());
         };
-        let mut line =
-            serde_json::to_string(&event).map_err(|e| CliError::Output(e.to_string()))?;
-        line.push('\n');
+        let value = serde_json::to_value(&event).map_err(|e| CliError::Output(e.to_string()))?;
+        let kind = value.get("type").and_then(|t| t.as_str()).unwrap_or("");
+        let object = value.get("object").cloned().unwrap_or_default();
+        let is_change = matches!(kind, "ADDED" | "MODIFIED" | "DELETED");
+        if is_change && !crate::fields::matches(&object, rest) {
+            continue;
+        }
+        let line = match format {
+            None | Some(OutputFormat::Json) => {
+                let mut line =
+                    serde_json::to_string(&event).map_err(|e| CliError::Output(e.to_string()))?;
+                line.push('\n');
+                line
+            }
+            Some(OutputFormat::Yaml) => {
+                let text =
+                    serde_norway::to_string(&value).map_err(|e| CliError::Output(e.to_string()))?;
+                format!("---\n{text}")
+            }
+            Some(OutputFormat::Name) => crate::output::name_of(&object) + "\n",
+            Some(OutputFormat::Table) => {
+                // TYPE NAME NAMESPACE RESOURCEVERSION KIND, one line per event, tab apart.
+                let row = crate::output::row(&object, crate::output::now_unix());
+                format!("{kind}\t{}\t{}\t{}\t{}\n", row[0], row[1], row[2], row[4])
+            }
+        };
         let mut stdout = std::io::stdout().lock();
         stdout
             .write_all(line.as_bytes())
@@ -484,6 +516,28 @@ async fn list_skipping_undecodable(
     };
     list.metadata.resource_version = revision.to_string();
     Ok(list)
+}
+
+/// Checks `--field-selector` against the fields kube supports for the resource and puts
+/// the part the store evaluates in `options`; returns the part the command evaluates.
+fn field_selector_of(
+    options: &mut ListOptions,
+    text: Option<&str>,
+    resource: &str,
+    etcd_key: &str,
+) -> Result<Vec<apistore::selector::FieldRequirement>, CliError> {
+    let Some(text) = text else {
+        return Ok(Vec::new());
+    };
+    let selector_error = |source| CliError::Selector {
+        flag: "--field-selector",
+        source,
+    };
+    let selector = FieldSelector::parse(text).map_err(selector_error)?;
+    crate::fields::check(resource, etcd_key, &selector)?;
+    let (store, rest) = crate::fields::split(&selector).map_err(selector_error)?;
+    options.predicate.field = store;
+    Ok(rest)
 }
 
 /// A store that reads any key under the prefix, for `keys` (which need not name a

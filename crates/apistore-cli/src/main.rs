@@ -3,6 +3,7 @@
 mod args;
 mod commands;
 mod error;
+mod fields;
 mod output;
 mod raw;
 mod rewrite;

@@ -739,3 +739,181 @@ async fn dry_runs_say_what_would_be_written_and_write_nothing() {
         "a dry run wrote"
     );
 }
+
+#[tokio::test]
+async fn every_command_honours_the_output_format() {
+    let f = Fixture::new("cli-output");
+    for name in ["cm1", "cm2", "cm3"] {
+        let file = f.file(
+            &format!("{name}.json"),
+            &CM1.replace("\"cm1\"", &format!("\"{name}\"")),
+        );
+        f.ok(&[
+            "create",
+            &format!("configmaps/default/{name}"),
+            "-f",
+            file.to_str().unwrap(),
+        ]);
+    }
+    assert_eq!(
+        f.ok(&["count", "configmaps"]),
+        "3\n",
+        "the bare number stays"
+    );
+    let count: serde_json::Value =
+        serde_json::from_str(&f.ok(&["-o", "json", "count", "configmaps"])).unwrap();
+    assert_eq!(count, serde_json::json!({"count": 3}));
+    assert_eq!(
+        f.ok(&["-o", "name", "list", "configmaps"]),
+        "configmap/cm1\nconfigmap/cm2\nconfigmap/cm3\n"
+    );
+    assert_eq!(
+        f.ok(&["-o", "name", "get", "configmaps/default/cm2"]),
+        "configmap/cm2\n"
+    );
+
+    let out = f.run(&["-o", "table", "list", "configmaps", "--limit", "2"]);
+    assert!(out.status.success());
+    let table = String::from_utf8(out.stdout).unwrap();
+    let lines: Vec<&str> = table.lines().collect();
+    assert_eq!(lines.len(), 3, "{table}");
+    assert!(
+        lines[0].contains("KIND") && lines[0].ends_with("AGE"),
+        "{table}"
+    );
+    assert!(lines[1].contains("ConfigMap"), "{table}");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("continue: "), "{stderr}");
+    assert!(stderr.contains("remaining: 1"), "{stderr}");
+
+    let events = f.ok(&["-o", "table", "watch", "configmaps", "--max-events", "3"]);
+    let lines: Vec<&str> = events.lines().collect();
+    assert_eq!(lines.len(), 3, "{events}");
+    assert!(lines[0].starts_with("ADDED\tcm1\tdefault\t"), "{events}");
+    assert!(lines[0].ends_with("\tConfigMap"), "{events}");
+    let events = f.ok(&["-o", "name", "watch", "configmaps", "--max-events", "1"]);
+    assert_eq!(events, "configmap/cm1\n");
+}
+
+#[tokio::test]
+async fn a_field_the_resource_does_not_support_is_a_bad_request() {
+    let f = Fixture::new("cli-field-support");
+    fails_with(
+        &f,
+        &[
+            "list",
+            "configmaps",
+            "--field-selector",
+            "spec.nodeName=node-1",
+        ],
+        1,
+        "BadRequest: field label not supported: spec.nodeName",
+    );
+    fails_with(
+        &f,
+        &[
+            "watch",
+            "configmaps",
+            "--field-selector",
+            "spec.nodeName=node-1",
+        ],
+        1,
+        "metadata.name, metadata.namespace",
+    );
+    // A pod's supported fields select.
+    for (name, node) in [("p1", "node-1"), ("p2", "node-2")] {
+        let pod = format!(
+            r#"{{"apiVersion":"v1","kind":"Pod","metadata":{{"name":"{name}","namespace":"default"}},"spec":{{"nodeName":"{node}","containers":[{{"name":"c","image":"nginx"}}]}}}}"#
+        );
+        let file = f.file(&format!("{name}.json"), &pod);
+        f.ok(&[
+            "create",
+            &format!("pods/default/{name}"),
+            "-f",
+            file.to_str().unwrap(),
+        ]);
+    }
+    assert_eq!(
+        f.ok(&[
+            "-o",
+            "name",
+            "list",
+            "pods",
+            "--field-selector",
+            "spec.nodeName=node-2"
+        ]),
+        "pod/p2\n"
+    );
+    assert_eq!(
+        f.ok(&[
+            "-o",
+            "name",
+            "list",
+            "pods",
+            "--field-selector",
+            "metadata.namespace=default,spec.nodeName!=node-2"
+        ]),
+        "pod/p1\n"
+    );
+}
+
+#[tokio::test]
+async fn values_that_cannot_be_read_are_explained_skipped_and_force_deleted() {
+    let f = Fixture::new("cli-undecodable");
+    let cm = f.file("cm1.json", CM1);
+    f.ok(&[
+        "create",
+        "configmaps/default/cm1",
+        "-f",
+        cm.to_str().unwrap(),
+    ]);
+    f.put_raw("configmaps/default/bad", b"\x00\x01 not an object".to_vec())
+        .await;
+    put_encrypted(&f, &[("key1", KEY1)], "secrets/default/s1", b"{}").await;
+
+    // An encrypted value read without the configuration says to pass it.
+    fails_with(&f, &["get", "secrets/default/s1"], 2, "--encryption-config");
+    fails_with(&f, &["list", "secrets"], 2, "aesgcm:key1");
+
+    // A list fails on the bad value, or goes past it and names it.
+    let out = f.run(&["list", "configmaps"]);
+    assert_eq!(out.status.code(), Some(1));
+    let out = f.run(&["-o", "name", "list", "configmaps", "--skip-undecodable"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "configmap/cm1\n");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("skipped configmaps/default/bad"),
+        "{stderr}"
+    );
+
+    // delete --force removes it unread; a plain delete cannot.
+    assert_eq!(
+        f.run(&["delete", "configmaps/default/bad"]).status.code(),
+        Some(1)
+    );
+    let out = f.run(&["delete", "configmaps/default/bad", "--force", "--dry-run"]);
+    assert!(out.status.success());
+    f.raw("configmaps/default/bad").await;
+    let out = f.run(&["delete", "configmaps/default/bad", "--force"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(String::from_utf8_lossy(&out.stderr).contains("deleted configmaps/default/bad"));
+    assert_eq!(
+        f.ok(&["-o", "name", "list", "configmaps"]),
+        "configmap/cm1\n"
+    );
+    fails_with(
+        &f,
+        &["delete", "configmaps/default/bad", "--force"],
+        1,
+        "NotFound",
+    );
+}
