@@ -11,11 +11,13 @@ usage: cargo xtask <command>
 
 commands:
   test [--etcd 3.4|3.5|3.6] [-- <cargo test args>]
-                                cargo fmt --check, clippy -D warnings, then cargo test
-                                --workspace (all but apistore-interop) against a fresh
-                                etcd of that version (3.4, Debian's, by default);
-                                arguments after -- go to cargo test (with -p/--package,
-                                they replace --workspace)
+                                cargo fmt --check, clippy -D warnings, then one build
+                                of every test binary (cargo test --workspace
+                                --all-features --no-run) run, all but apistore-interop's,
+                                against a fresh etcd of that version (3.4, Debian's, by
+                                default), then the doc tests and the examples; with
+                                arguments after --, plain cargo test with them instead
+                                (with -p/--package, they replace --workspace)
   interop [--etcd 3.4|3.5|3.6]...
                                 needs Go: builds the reference harness
                                 (interop/reference) and runs the differential tests

@@ -13,8 +13,10 @@ mod generated;
 mod go;
 mod provision;
 mod run;
+mod test_build;
 
 use std::env;
+use std::ffi::OsStr;
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode, Stdio};
@@ -28,6 +30,7 @@ use crate::error::{Result, XtaskError};
 use crate::etcd_versions::EtcdVersion;
 use crate::go::Go;
 use crate::run::run_step;
+use crate::test_build::{SELECTION, WorkspaceBuild, run_all};
 
 /// The etcd this command started, where the Ctrl-C handler can reach it.
 static ETCD: Mutex<Option<EtcdServer>> = Mutex::new(None);
@@ -148,53 +151,60 @@ fn test(root: &Path, etcd: Option<EtcdVersion>, cargo_test_args: &[String]) -> R
         }
     };
     provision::cargo_components(&cargo)?;
-    let exclude = excluded_packages(&cargo, root)?;
 
     run_step(
         Command::new(&cargo)
             .current_dir(root)
             .args(["fmt", "--all", "--", "--check"]),
     )?;
+    // The differential tests' package is linted and built here too (it needs Go only
+    // to run), so `cargo xtask interop` reuses this build.
     run_step(
         cargo_command(&cargo, root, &protoc)
-            .args(["clippy", "--workspace"])
-            .args(&exclude)
-            .args(["--all-targets", "--all-features", "--", "-D", "warnings"]),
+            .arg("clippy")
+            .args(SELECTION)
+            .args(["--all-targets", "--", "-D", "warnings"]),
     )?;
 
     let endpoint = start_etcd(&etcd_bin)?;
-    let mut cargo_test = cargo_command(&cargo, root, &protoc);
-    cargo_test
-        .env(ETCD_ENDPOINTS_ENV, &endpoint)
-        .env(ETCD_BIN_ENV, &etcd_bin)
-        .arg("test");
-    let whole_suite = !cli::selects_packages(cargo_test_args);
-    if whole_suite {
-        cargo_test
-            .arg("--workspace")
-            .args(&exclude)
-            .arg("--all-features");
-    }
-    cargo_test.args(cargo_test_args);
-    run_step(&mut cargo_test)?;
-    if whole_suite {
-        // The facade's examples are documentation that must keep working: run each
-        // against the test etcd.
-        for example in EXAMPLES {
-            run_step(
-                cargo_command(&cargo, root, &protoc)
-                    .env(DEMO_ENDPOINTS_ENV, &endpoint)
-                    .args([
-                        "run",
-                        "--quiet",
-                        "-p",
-                        "apistore",
-                        "--all-features",
-                        "--example",
-                    ])
-                    .arg(example),
-            )?;
+    let etcd_env = [
+        (ETCD_ENDPOINTS_ENV, OsStr::new(&endpoint)),
+        (ETCD_BIN_ENV, etcd_bin.as_os_str()),
+    ];
+    if !cargo_test_args.is_empty() {
+        // The developer chose what to run: plain `cargo test`, over the workspace
+        // unless they picked packages.
+        let mut cargo_test = cargo_command(&cargo, root, &protoc);
+        cargo_test.envs(etcd_env).arg("test");
+        if !cli::selects_packages(cargo_test_args) {
+            cargo_test
+                .args(SELECTION)
+                .args(["--exclude", INTEROP_PACKAGE]);
         }
+        cargo_test.args(cargo_test_args);
+        run_step(&mut cargo_test)?;
+        println!("xtask: fmt, clippy and the tests asked for passed");
+        return Ok(());
+    }
+    let build = WorkspaceBuild::build(cargo_command(&cargo, root, &protoc))?;
+    run_all(build.tests_except(&[INTEROP_PACKAGE]), &etcd_env, &[])?;
+    // Doc tests compile against the same build of the dependencies.
+    run_step(
+        cargo_command(&cargo, root, &protoc)
+            .args(["test", "--doc"])
+            .args(SELECTION),
+    )?;
+    // The facade's examples are documentation that must keep working: run each
+    // against the test etcd.
+    for example in EXAMPLES {
+        let binary = build.example(example).ok_or_else(|| {
+            XtaskError::StepsFailed(vec![format!("the build made no example `{example}`")])
+        })?;
+        run_step(
+            Command::new(&binary.executable)
+                .current_dir(&binary.package_dir)
+                .env(DEMO_ENDPOINTS_ENV, &endpoint),
+        )?;
     }
     println!("xtask: fmt, clippy, tests and examples passed");
     Ok(())
@@ -224,8 +234,11 @@ fn interop(root: &Path, versions: &[EtcdVersion]) -> Result<()> {
         let binary = etcd_versions::provision_etcd(root, version, Some(&go))?;
         etcds.push((version, binary));
     }
+    // One build of every test binary, the same `cargo xtask test` makes, so that
+    // running it first costs nothing here.
+    let build = WorkspaceBuild::build(cargo_command(&cargo, root, &protoc))?;
     let mut report = Report::default();
-    check_generated(root, &go, &cargo, &protoc, &mut report);
+    check_generated(root, &go, &build, &mut report);
     // Without the harness the differential tests cannot run; the other suites can.
     let started = Instant::now();
     let reference = reference_harness(root, &cargo, &go).unwrap_or_else(|error| {
@@ -238,44 +251,43 @@ fn interop(root: &Path, versions: &[EtcdVersion]) -> Result<()> {
         None
     });
     if reference.is_some() {
-        // `cargo xtask test` leaves the package out of its clippy run.
+        // Costs nothing after `cargo xtask test`, whose clippy run this is.
         report.run(
-            format!("clippy -D warnings ({INTEROP_PACKAGE})"),
+            format!("clippy -D warnings (the workspace, {INTEROP_PACKAGE} with it)"),
             cargo_command(&cargo, root, &protoc)
-                .args(["clippy", "-p", INTEROP_PACKAGE, "--all-targets", "--"])
-                .args(["-D", "warnings"]),
+                .arg("clippy")
+                .args(SELECTION)
+                .args(["--all-targets", "--", "-D", "warnings"]),
         );
     }
     for (version, etcd_bin) in &etcds {
         let release = provision::etcd_version(etcd_bin);
         let endpoint = start_etcd(etcd_bin)?;
-        let mut steps: Vec<(String, Command)> = Vec::new();
+        let etcd_env = [
+            (ETCD_ENDPOINTS_ENV, OsStr::new(&endpoint)),
+            (ETCD_BIN_ENV, etcd_bin.as_os_str()),
+        ];
         if let Some(reference) = &reference {
-            let mut differential = cargo_command(&cargo, root, &protoc);
-            differential
-                .env(REFERENCE_BIN_ENV, reference)
-                .env(ETCD_BIN_ENV, etcd_bin)
-                .env(ETCD_ENDPOINTS_ENV, &endpoint)
-                .args(["test", "-p", INTEROP_PACKAGE]);
-            steps.push((
+            let started = Instant::now();
+            let mut env = etcd_env.to_vec();
+            env.push((REFERENCE_BIN_ENV, reference.as_os_str()));
+            report.outcome(
                 format!("differential tests ({INTEROP_PACKAGE}) on {release}"),
-                differential,
-            ));
+                started,
+                run_all(build.tests_of(&[INTEROP_PACKAGE]), &env, &[]),
+            );
         }
         if *version != EtcdVersion::V3_4 {
-            let mut suites = cargo_command(&cargo, root, &protoc);
-            suites
-                .env(ETCD_BIN_ENV, etcd_bin)
-                .env(ETCD_ENDPOINTS_ENV, &endpoint)
-                .args(["test", "-p", "apistore-etcd3", "-p", "apistore-testing"])
-                .arg("--all-features");
-            steps.push((
+            let started = Instant::now();
+            report.outcome(
                 format!("etcd3 and fixture suites (apistore-etcd3, apistore-testing) on {release}"),
-                suites,
-            ));
-        }
-        for (label, mut command) in steps {
-            report.run(label, &mut command);
+                started,
+                run_all(
+                    build.tests_of(&["apistore-etcd3", "apistore-testing"]),
+                    &etcd_env,
+                    &[],
+                ),
+            );
         }
         stop_etcd();
     }
@@ -285,7 +297,7 @@ fn interop(root: &Path, versions: &[EtcdVersion]) -> Result<()> {
 /// The files generated from the Go reference and committed (the protobuf schema, the
 /// golden fixtures) are what it generates today, and a larger fuzzed set passes the
 /// protobuf crate's golden tests.
-fn check_generated(root: &Path, go: &Go, cargo: &Path, protoc: &Path, report: &mut Report) {
+fn check_generated(root: &Path, go: &Go, build: &WorkspaceBuild, report: &mut Report) {
     let started = Instant::now();
     let outcome = generated::schema_is_current(root, go);
     report.outcome(
@@ -327,14 +339,17 @@ fn check_generated(root: &Path, go: &Go, cargo: &Path, protoc: &Path, report: &m
     };
     let started = Instant::now();
     match generated::large_golden_set(root, &program) {
-        Ok(dir) => report.run(
+        Ok(dir) => report.outcome(
             format!(
                 "apistore-protobuf tests on interop/golden {}",
                 generated::LARGE_GOLDEN_ARGS.join(" ")
             ),
-            cargo_command(cargo, root, protoc)
-                .env(generated::GOLDEN_DIR_ENV, &dir)
-                .args(["test", "-p", "apistore-protobuf", "--tests"]),
+            started,
+            run_all(
+                build.tests_of(&["apistore-protobuf"]),
+                &[(generated::GOLDEN_DIR_ENV, dir.as_os_str())],
+                &[],
+            ),
         ),
         Err(error) => report.outcome(
             "generate the larger golden set".to_owned(),
@@ -485,17 +500,6 @@ fn soak(root: &Path, soak_args: &[String]) -> Result<()> {
         soak.arg("--").args(soak_args);
     }
     run_step(&mut soak)
-}
-
-/// `--exclude apistore-interop` if the workspace has that package (`cargo xtask test`
-/// runs without Go; the differential tests need it), else nothing, so the command works
-/// before the package exists and after.
-fn excluded_packages(cargo: &Path, root: &Path) -> Result<Vec<&'static str>> {
-    Ok(if workspace_has_package(cargo, root, INTEROP_PACKAGE)? {
-        vec!["--exclude", INTEROP_PACKAGE]
-    } else {
-        Vec::new()
-    })
 }
 
 /// Whether `package` is a member of the workspace, as `cargo metadata` says.

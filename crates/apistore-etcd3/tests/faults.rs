@@ -1250,6 +1250,13 @@ async fn an_endpoint_that_is_not_etcd_is_service_unavailable_with_a_hint() {
                 let mut buffer = [0_u8; 1024];
                 let _ = std::io::Read::read(&mut stream, &mut buffer);
                 let _ = std::io::Write::write_all(&mut stream, answer);
+                // Close as an HTTP server does: our side first, then read what the
+                // client still sends until it hangs up. Dropping the socket with
+                // unread bytes would reset the connection, and the client would see
+                // a broken pipe before it read the answer.
+                let _ = stream.shutdown(std::net::Shutdown::Write);
+                let _ = stream.set_read_timeout(Some(Duration::from_secs(2)));
+                while matches!(std::io::Read::read(&mut stream, &mut buffer), Ok(n) if n > 0) {}
             }
         });
         let client = EtcdClient::connect(&ClientConfig {
