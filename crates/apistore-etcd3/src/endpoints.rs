@@ -245,3 +245,59 @@ async fn probe(member: &Member, timeout: Duration) -> bool {
         Err(_) => false,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    async fn members(n: usize) -> Members {
+        let mut clients = Vec::new();
+        for i in 0..n {
+            // Plaintext clients connect lazily: nothing listens there, nothing is asked.
+            let endpoint = format!("http://127.0.0.1:{}", 1 + i);
+            let client = Client::connect([endpoint.as_str()], None).await.unwrap();
+            clients.push((endpoint, client));
+        }
+        Members::new(
+            clients,
+            ProbeSettings {
+                unresponsive_after: Duration::from_millis(500),
+                probe_timeout: Duration::from_millis(100),
+            },
+        )
+    }
+
+    #[tokio::test]
+    async fn picks_go_round_the_members_that_answer() {
+        let members = members(3).await;
+        let mut seen = [0; 3];
+        for _ in 0..30 {
+            seen[members.pick(&[]).0] += 1;
+        }
+        assert_eq!(seen, [10, 10, 10]);
+
+        members.mark_suspect(0, "test");
+        for _ in 0..30 {
+            assert_ne!(members.pick(&[]).0, 0, "a suspect member is skipped");
+            // Every member that answers was tried: they are tried again, not the
+            // suspect one.
+            assert_ne!(members.pick(&[1, 2]).0, 0);
+        }
+        assert_eq!(members.pick(&[1]).0, 2);
+
+        members.mark_suspect(1, "test");
+        members.mark_suspect(2, "test");
+        // All suspect: one not tried yet, then any.
+        assert_eq!(members.pick(&[0, 1]).0, 2);
+        let _ = members.pick(&[0, 1, 2]);
+    }
+
+    #[tokio::test]
+    async fn one_member_is_never_suspect() {
+        let members = members(1).await;
+        members.mark_suspect(0, "test");
+        members.check(0);
+        assert!(!members.members[0].is_suspect());
+        assert_eq!(members.pick(&[0]).0, 0);
+    }
+}

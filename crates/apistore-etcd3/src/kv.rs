@@ -185,9 +185,13 @@ impl Kv {
                 std::future::pending::<()>().await;
             }
         };
+        let probe_when_slow = self.members.len() > 1;
         let check = async {
-            tokio::time::sleep(settings.unresponsive_after).await;
-            self.members.check(index);
+            // With one member there is nowhere else to go: no timer, no probe.
+            if probe_when_slow {
+                tokio::time::sleep(settings.unresponsive_after).await;
+                self.members.check(index);
+            }
             std::future::pending::<std::convert::Infallible>().await
         };
         tokio::pin!(request, deadline, abandoned, check);

@@ -41,6 +41,10 @@ use crate::endpoints::Members;
 use crate::error::{Failure, classify, describe, is_transient};
 use crate::feature_support::FeatureSupportChecker;
 
+/// A stream that served at least this long failed by accident, not by design: the next
+/// opens at once.
+const STABLE_STREAM: Duration = Duration::from_secs(1);
+
 /// The first and the longest pause between attempts to open a stream.
 const REOPEN_BACKOFF: (Duration, Duration) = (Duration::from_millis(100), Duration::from_secs(1));
 
@@ -352,7 +356,16 @@ async fn run_mux(
     let mut unavailable_since: Option<Instant> = None;
     let mut failed_member: Option<usize> = None;
     let mut pause = REOPEN_BACKOFF.0;
+    // Whether the next stream waits first: the last one failed soon after it opened.
+    let mut pause_first = false;
     loop {
+        if pause_first && !waiting.is_empty() {
+            pause_first = false;
+            if !pause_taking_commands(&mut commands, &mut waiting, pause).await {
+                return;
+            }
+            pause = (pause * 2).min(REOPEN_BACKOFF.1);
+        }
         if waiting.is_empty() {
             // Wait for a watch to open a stream with.
             let Some(command) = commands.recv().await else {
@@ -381,6 +394,7 @@ async fn run_mux(
                     overflows: Arc::clone(&overflows),
                     ..Routes::default()
                 };
+                let opened_at = Instant::now();
                 let (requests, responses) = stream.split();
                 let (outbound, outbound_rx) = mpsc::unbounded_channel();
                 tokio::spawn(pump(requests, outbound_rx));
@@ -408,7 +422,13 @@ async fn run_mux(
                         state.interrupt_all();
                         failed_member = Some(index);
                         unavailable_since.get_or_insert_with(Instant::now);
-                        pause = REOPEN_BACKOFF.0;
+                        // A stream that fails as soon as it opens must not be reopened
+                        // in a tight loop.
+                        if opened_at.elapsed() < STABLE_STREAM {
+                            pause_first = true;
+                        } else {
+                            pause = REOPEN_BACKOFF.0;
+                        }
                         continue;
                     }
                 }
@@ -455,17 +475,28 @@ async fn run_mux(
             continue;
         }
         // Back off, still taking commands (cancellations, new watches).
-        let sleep = tokio::time::sleep(pause);
-        tokio::pin!(sleep);
+        if !pause_taking_commands(&mut commands, &mut waiting, pause).await {
+            return;
+        }
         pause = (pause * 2).min(REOPEN_BACKOFF.1);
-        loop {
-            tokio::select! {
-                () = &mut sleep => break,
-                command = commands.recv() => match command {
-                    None => return,
-                    Some(command) => idle_command(&mut waiting, command),
-                },
-            }
+    }
+}
+
+/// Waits `pause`, taking commands meanwhile; false once the store is gone.
+async fn pause_taking_commands(
+    commands: &mut mpsc::UnboundedReceiver<Command>,
+    waiting: &mut VecDeque<PendingCreate>,
+    pause: Duration,
+) -> bool {
+    let sleep = tokio::time::sleep(pause);
+    tokio::pin!(sleep);
+    loop {
+        tokio::select! {
+            () = &mut sleep => return true,
+            command = commands.recv() => match command {
+                None => return false,
+                Some(command) => idle_command(waiting, command),
+            },
         }
     }
 }
