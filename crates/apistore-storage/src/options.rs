@@ -74,7 +74,8 @@ pub struct ListOptions {
     pub predicate: SelectionPredicate,
     /// List or watch everything under the key as a prefix (`key/`), rather than the one key.
     pub recursive: bool,
-    /// Ask etcd for progress notifications (turned into bookmarks).
+    /// Ask the backend for progress notifications (turned into bookmarks; etcd's
+    /// progress notify).
     pub progress_notify: bool,
     /// Watch only: send the current state first (`sendInitialEvents`).
     pub send_initial_events: Option<bool>,
@@ -202,17 +203,19 @@ impl Preconditions {
 pub struct ResponseMeta {
     /// The TTL of the object's lease, 0 when it has none or it is unknown.
     pub ttl: i64,
-    /// The object's resourceVersion (etcd mod revision), 0 when it does not exist.
+    /// The object's resourceVersion (the backend's revision of its last write; etcd's
+    /// mod revision), 0 when it does not exist.
     pub resource_version: u64,
 }
 
 /// The result of an update function: the new object, and optionally a TTL in seconds
-/// for it (a write without TTL detaches any lease, as in etcd).
+/// for it (a write without TTL drops any earlier expiry, as a write without a lease
+/// does in etcd).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Update<T> {
     /// The object to store.
     pub object: T,
-    /// Seconds until etcd deletes the object, if it should expire.
+    /// Seconds until the backend deletes the object, if it should expire.
     pub ttl: Option<u64>,
 }
 
