@@ -467,7 +467,9 @@ async fn connect(
             .metrics_registry(registry)
             .map_err(CliError::Connect)?;
     }
-    builder.build().await.map_err(CliError::Connect)
+    let api = builder.build().await.map_err(CliError::Connect)?;
+    crate::kms::warn_unhealthy(&api);
+    Ok(api)
 }
 
 /// The resource a key belongs to, as kube-apiserver's storage layout places it

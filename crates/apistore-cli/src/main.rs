@@ -4,6 +4,7 @@ mod args;
 mod commands;
 mod error;
 mod fields;
+mod kms;
 mod output;
 mod raw;
 mod rewrite;

@@ -133,7 +133,8 @@ impl ApiStoreBuilder {
     }
 
     /// Encrypts resources at rest as an `EncryptionConfiguration` file says (the file
-    /// kube-apiserver's `--encryption-provider-config` takes). Read when building.
+    /// kube-apiserver's `--encryption-provider-config` takes). Read when building;
+    /// `kms` (v2) providers need the `kms-grpc` feature, which dials their plugins.
     pub fn encryption_config_file(mut self, path: impl Into<PathBuf>) -> Self {
         self.encryption = Some(EncryptionSource::File(path.into()));
         self
@@ -224,7 +225,7 @@ impl ApiStoreBuilder {
             None => None,
             Some(EncryptionSource::Config(config)) => Some(config),
             Some(EncryptionSource::File(path)) => Some(
-                EncryptionConfig::from_file(&path)
+                read_encryption_config(&path)
                     .map_err(|source| BuildError::Encryption { path, source })?,
             ),
         };
@@ -265,6 +266,18 @@ impl ApiStoreBuilder {
             }),
         })
     }
+}
+
+/// Reads an EncryptionConfiguration file; its `kms` providers reach their plugins over
+/// gRPC when the `kms-grpc` feature is on, and are refused with a clear error otherwise.
+#[cfg(feature = "kms-grpc")]
+fn read_encryption_config(path: &std::path::Path) -> Result<EncryptionConfig, ConfigError> {
+    EncryptionConfig::from_file_with_kms(path, &apistore_value::kms_v2::GrpcKmsConnector)
+}
+
+#[cfg(not(feature = "kms-grpc"))]
+fn read_encryption_config(path: &std::path::Path) -> Result<EncryptionConfig, ConfigError> {
+    EncryptionConfig::from_file(path)
 }
 
 /// Feeds transformer observations into the transformation metrics.
@@ -361,6 +374,12 @@ impl ApiStore {
             Some(config) => config.transformer_for(resource),
             None => Arc::new(IdentityTransformer),
         }
+    }
+
+    /// The encryption configuration stores are made with, if any: its `kms`
+    /// providers' health ([`EncryptionConfig::kms_providers`]), for instance.
+    pub fn encryption_config(&self) -> Option<&EncryptionConfig> {
+        self.encryption.as_deref()
     }
 
     /// The metrics stores record, if configured.

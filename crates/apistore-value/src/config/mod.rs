@@ -208,7 +208,8 @@ fn connect_kms(
             timeout: config.timeout,
             ..KmsV2Options::default()
         };
-        let envelope = KmsV2Envelope::new(config.name.clone(), service, options);
+        let envelope = KmsV2Envelope::new(config.name.clone(), service, options)
+            .with_endpoint(config.endpoint.clone());
         // kube primes in the background and keeps retrying; a failure here is
         // retried by the envelope's next read or write.
         let _primed = envelope.check();

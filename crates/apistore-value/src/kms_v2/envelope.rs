@@ -81,6 +81,9 @@ struct Health {
 #[derive(Debug)]
 pub struct KmsV2Envelope {
     name: String,
+    /// Where the plugin listens, when known: errors name it, since an operator's
+    /// first question about a failing provider is which socket it talks to.
+    endpoint: Option<String>,
     service: Arc<dyn KmsService>,
     options: KmsV2Options,
     cache: DekCache,
@@ -97,12 +100,25 @@ impl KmsV2Envelope {
     ) -> Self {
         Self {
             name: name.into(),
+            endpoint: None,
             cache: DekCache::new(options.dek_cache_size),
             service,
             options,
             state: RwLock::new(None),
             health: Mutex::new(Health::default()),
         }
+    }
+
+    /// Names the plugin's endpoint (`unix:///path`) in this envelope's errors.
+    #[must_use]
+    pub fn with_endpoint(mut self, endpoint: impl Into<String>) -> Self {
+        self.endpoint = Some(endpoint.into());
+        self
+    }
+
+    /// The plugin's endpoint, when given with [`KmsV2Envelope::with_endpoint`].
+    pub fn endpoint(&self) -> Option<&str> {
+        self.endpoint.as_deref()
     }
 
     /// The provider name.
@@ -118,6 +134,15 @@ impl KmsV2Envelope {
     /// The key id writes currently use, once primed.
     pub fn current_key_id(&self) -> Option<String> {
         self.current_state().map(|s| s.object.key_id.clone())
+    }
+
+    /// The outcome of the last health check, `None` before the first. Loading a
+    /// configuration runs one, so a one-shot tool can say that a plugin is unhealthy
+    /// even while writes still go through (as in kube, a failed check stops writes
+    /// only once the DEK's write window has passed).
+    pub fn last_check(&self) -> Option<Result<()>> {
+        let health = self.health.lock().unwrap_or_else(|e| e.into_inner());
+        health.last.as_ref().map(|(_, result)| result.clone())
     }
 
     /// How many decrypted DEK sources are cached.
@@ -288,7 +313,7 @@ impl KmsV2Envelope {
                 Ok(()) => "no state after a healthy check".to_owned(),
             };
             self.error(format!(
-                "KMS provider {} has no DEK to encrypt with: {why}",
+                "KMS provider {} is not ready (no DEK from its plugin yet): {why}",
                 self.name
             ))
         })
@@ -342,7 +367,13 @@ impl KmsV2Envelope {
     }
 
     fn error(&self, message: String) -> TransformError {
-        TransformError::Kms(message)
+        match &self.endpoint {
+            // An error that wraps another of this envelope already names it.
+            Some(endpoint) if !message.contains(endpoint.as_str()) => {
+                TransformError::Kms(format!("{message} (KMS plugin at {endpoint})"))
+            }
+            _ => TransformError::Kms(message),
+        }
     }
 
     /// The transformer of a stored object's DEK source: the write state's, the

@@ -266,11 +266,40 @@ fn unprimed_envelope_with_an_unhealthy_plugin_refuses_writes() {
         .transform_to_storage(Bytes::from_static(b"v"), AAD)
         .expect_err("no DEK");
     let msg = err.to_string();
-    assert!(msg.contains("KMS provider kms-test has no DEK"), "{msg}");
+    assert!(msg.contains("KMS provider kms-test is not ready"), "{msg}");
     assert!(msg.contains("connection refused"), "{msg}");
     // Once the plugin recovers, the next write primes it.
     plugin.clear_failures();
     seal(&e, b"v");
+}
+
+#[test]
+fn errors_name_the_plugin_endpoint_once_and_the_last_check_is_kept() {
+    let plugin = Arc::new(TestKmsPlugin::new());
+    plugin.fail(KmsOperation::Status, "connection refused");
+    let service: Arc<dyn KmsService> = Arc::clone(&plugin) as Arc<dyn KmsService>;
+    let e = KmsV2Envelope::new("kms-test", service, KmsV2Options::default())
+        .with_endpoint("unix:///run/kms/plugin.sock");
+    assert_eq!(e.endpoint(), Some("unix:///run/kms/plugin.sock"));
+    assert_eq!(e.last_check(), None);
+    let msg = e
+        .transform_to_storage(Bytes::from_static(b"v"), AAD)
+        .expect_err("no DEK")
+        .to_string();
+    assert_eq!(
+        msg.matches("unix:///run/kms/plugin.sock").count(),
+        1,
+        "{msg}"
+    );
+    assert!(
+        msg.ends_with("(KMS plugin at unix:///run/kms/plugin.sock)"),
+        "{msg}"
+    );
+    let last = e.last_check().expect("checked").expect_err("unhealthy");
+    assert!(last.to_string().contains("connection refused"), "{last}");
+    plugin.clear_failures();
+    e.check().expect("healthy again");
+    assert_eq!(e.last_check(), Some(Ok(())));
 }
 
 #[test]
