@@ -301,6 +301,10 @@ pub(crate) enum Command {
         /// Exit after this many seconds.
         #[arg(long)]
         timeout: Option<u64>,
+        /// Go past the values that cannot be decrypted or decoded, each named on stderr
+        /// (`skipped KEY: REASON`), instead of ending the watch with an ERROR event.
+        #[arg(long)]
+        skip_undecodable: bool,
     },
 }
 
@@ -311,8 +315,8 @@ pub(crate) enum EncryptionCommand {
     /// compare-and-swap so that a concurrent writer is never overwritten. Run it after
     /// rotating keys. Works on the stored bytes without decoding them; a value already
     /// under the write key is never written. Needs --encryption-config. Prints a summary
-    /// (scanned, rewritten, failed; `-o json`: one JSON object); exits 1 if any value
-    /// failed.
+    /// (scanned, rewritten, skipped, failed; `-o json`: one JSON object); exits 1 if any
+    /// value failed.
     #[command(
         after_help = "Example:\n  apistore --encryption-config enc.yaml encryption rewrite secrets"
     )]
@@ -327,6 +331,10 @@ pub(crate) enum EncryptionCommand {
         /// nothing.
         #[arg(long)]
         dry_run: bool,
+        /// Go past the values that cannot be decrypted (named on stderr, counted as
+        /// `skipped`) instead of counting them as failed; other failures still fail.
+        #[arg(long)]
+        skip_undecodable: bool,
     },
 }
 

@@ -6,14 +6,17 @@ use std::time::Duration;
 
 use apistore::layers::etcd3::Etcd3Store;
 use apistore::{
-    ApiStore, DeleteOptions, DynamicObject, FieldSelector, GetOptions, LabelSelector, ListOptions,
-    ObjectList, Preconditions, ResourceVersionMatch, Storage, StorageError, UpdateOptions,
+    ApiObject, ApiStore, DeleteOptions, DynamicObject, FieldSelector, GetOptions, LabelSelector,
+    ListOptions, ObjectList, Preconditions, ResourceVersionMatch, Storage, StorageError,
+    UpdateOptions,
 };
 
 use crate::args::{Cli, Command, EncryptionCommand, GlobalArgs, OutputFormat, PreconditionArgs};
 use crate::error::CliError;
+use crate::object::{Selectable, selectable_store};
 use crate::output::{print, write_stdout};
 use crate::raw::{print_keys, print_raw};
+use crate::watch::print_watch_events;
 
 pub(crate) async fn run(cli: Cli) -> Result<(), CliError> {
     if let Command::Completions { shell } = cli.command {
@@ -30,7 +33,7 @@ pub(crate) async fn run(cli: Cli) -> Result<(), CliError> {
         .metrics_out
         .as_ref()
         .map(|_| apistore::prometheus::Registry::new());
-    let outcome = run_command(cli.command, &cli.global, registry.as_ref()).await;
+    let outcome = until_interrupted(run_command(cli.command, &cli.global, registry.as_ref())).await;
     if let (Some(path), Some(registry)) = (&cli.global.metrics_out, &registry) {
         let text = apistore::layers::telemetry::encode_text(registry);
         let written = std::fs::write(path, text).map_err(|e| {
@@ -41,6 +44,29 @@ pub(crate) async fn run(cli: Cli) -> Result<(), CliError> {
         return written;
     }
     outcome
+}
+
+/// Runs `command` until it ends or SIGINT (Ctrl-C) arrives. On SIGINT the command is
+/// dropped, which ends its watch or request cleanly, and the outcome is
+/// [`CliError::Interrupted`], so that `--metrics-out` is still written.
+async fn until_interrupted(
+    command: impl std::future::Future<Output = Result<(), CliError>>,
+) -> Result<(), CliError> {
+    // Installed before the command starts: a SIGINT from then on is ours, not the
+    // default handler's, which would end the process without writing anything.
+    #[cfg(unix)]
+    let interrupted = {
+        use tokio::signal::unix::{SignalKind, signal};
+        let mut signals = signal(SignalKind::interrupt())
+            .map_err(|e| CliError::Output(format!("cannot install the SIGINT handler: {e}")))?;
+        async move { signals.recv().await }
+    };
+    #[cfg(not(unix))]
+    let interrupted = tokio::signal::ctrl_c();
+    tokio::select! {
+        outcome = command => outcome,
+        _ = interrupted => Err(CliError::Interrupted),
+    }
 }
 
 async fn run_command(
@@ -235,7 +261,8 @@ async fn run_command(
             all,
             skip_undecodable,
         } => {
-            let store = api.dynamic_store(&resource_of(&prefix)?);
+            let resource = resource_of(&prefix)?;
+            let store = selectable_store(&api, &resource, false);
             let mut options = ListOptions {
                 resource_version: resource_version.unwrap_or_default(),
                 resource_version_match: resource_version_match
@@ -258,21 +285,18 @@ async fn run_command(
                         source,
                     })?;
             }
-            let resource = resource_of(&prefix)?;
-            let rest = field_selector_of(
+            field_selector_of(
                 &mut options,
                 field_selector.as_deref(),
                 &resource,
                 &store.prepare_key(&prefix)?,
             )?;
             if skip_undecodable {
-                let mut list = list_skipping_undecodable(&store, &prefix, &options).await?;
-                list.items.retain(|item| {
-                    serde_json::to_value(item).is_ok_and(|o| crate::fields::matches(&o, &rest))
-                });
+                let list = list_skipping_undecodable(&store, &prefix, &options).await?;
+                warn_if_unknown_and_empty(&api, &store, &resource, &prefix, list.items.len()).await;
                 return print(format, &list);
             }
-            let mut list: ObjectList<DynamicObject> = match store.list(&prefix, &options).await {
+            let mut list: ObjectList<Selectable> = match store.list(&prefix, &options).await {
                 Ok(list) => list,
                 Err(err) => return Err(explain_read_error(&store, global, &prefix, err).await),
             };
@@ -287,24 +311,29 @@ async fn run_command(
                 list.metadata.continue_token = next.metadata.continue_token;
                 list.metadata.remaining_item_count = next.metadata.remaining_item_count;
             }
-            if !rest.is_empty() {
-                list.items.retain(|item| {
-                    serde_json::to_value(item).is_ok_and(|o| crate::fields::matches(&o, &rest))
-                });
-            }
+            warn_if_unknown_and_empty(&api, &store, &resource, &prefix, list.items.len()).await;
             print(format, &list)
         }
         Command::Encryption(EncryptionCommand::Rewrite {
             key_prefix,
             concurrency,
             dry_run,
+            skip_undecodable,
         }) => {
             let resource = resource_of(&key_prefix)?;
             let options = apistore::RewriteOptions {
                 concurrency,
                 dry_run,
             };
-            crate::rewrite::rewrite(&api, &resource, &key_prefix, &options, format).await
+            crate::rewrite::rewrite(
+                &api,
+                &resource,
+                &key_prefix,
+                &options,
+                skip_undecodable,
+                format,
+            )
+            .await
         }
         Command::Watch {
             key_prefix,
@@ -315,10 +344,11 @@ async fn run_command(
             field_selector,
             max_events,
             timeout,
+            skip_undecodable,
         } => {
+            let resource = resource_of(&key_prefix)?;
             // Asking for initial events is asking for kube-apiserver's WatchList feature.
-            let store = api
-                .dynamic_store(&resource_of(&key_prefix)?)
+            let store = selectable_store(&api, &resource, skip_undecodable)
                 .with_watch_list(send_initial_events);
             let mut options = ListOptions {
                 resource_version: resource_version.unwrap_or_default(),
@@ -334,15 +364,15 @@ async fn run_command(
                         source,
                     })?;
             }
-            let etcd_key = store.prepare_key(&key_prefix)?;
-            let rest = field_selector_of(
+            field_selector_of(
                 &mut options,
                 field_selector.as_deref(),
-                &resource_of(&key_prefix)?,
-                &etcd_key,
+                &resource,
+                &store.prepare_key(&key_prefix)?,
             )?;
             let events = store.watch(&key_prefix, &options).await?;
-            let printing = print_watch_events(events, max_events, &etcd_key, global.output, &rest);
+            let printing =
+                print_watch_events(&store, &key_prefix, events, max_events, global.output);
             match timeout {
                 Some(seconds) => tokio::time::timeout(Duration::from_secs(seconds), printing)
                     .await
@@ -351,68 +381,6 @@ async fn run_command(
             }
         }
     }
-}
-
-/// Prints watch events as JSON lines until `max_events` were printed; an Error event
-/// is printed, then returned as the command's error.
-async fn print_watch_events(
-    mut events: apistore::WatchStream<DynamicObject>,
-    max_events: Option<u64>,
-    etcd_key: &str,
-    format: Option<OutputFormat>,
-    rest: &[apistore::selector::FieldRequirement],
-) -> Result<(), CliError> {
-    use std::io::Write;
-    let mut printed = 0;
-    while max_events.is_none_or(|max| printed < max) {
-        let Some(event) = apistore::layers::etcd3::next_event(&mut events).await else {
-            return Ok(());
-        };
-        let value = serde_json::to_value(&event).map_err(|e| CliError::Output(e.to_string()))?;
-        let kind = value.get("type").and_then(|t| t.as_str()).unwrap_or("");
-        let object = value.get("object").cloned().unwrap_or_default();
-        let is_change = matches!(kind, "ADDED" | "MODIFIED" | "DELETED");
-        if is_change && !crate::fields::matches(&object, rest) {
-            continue;
-        }
-        let line = match format {
-            None | Some(OutputFormat::Json) => {
-                let mut line =
-                    serde_json::to_string(&event).map_err(|e| CliError::Output(e.to_string()))?;
-                line.push('\n');
-                line
-            }
-            Some(OutputFormat::Yaml) => {
-                let text =
-                    serde_norway::to_string(&value).map_err(|e| CliError::Output(e.to_string()))?;
-                format!("---\n{text}")
-            }
-            Some(OutputFormat::Name) => crate::output::name_of(&object) + "\n",
-            Some(OutputFormat::Table) => {
-                // TYPE NAME NAMESPACE RESOURCEVERSION KIND, one line per event, tab apart.
-                let row = crate::output::row(&object, crate::output::now_unix());
-                format!("{kind}\t{}\t{}\t{}\t{}\n", row[0], row[1], row[2], row[4])
-            }
-        };
-        let mut stdout = std::io::stdout().lock();
-        stdout
-            .write_all(line.as_bytes())
-            .and_then(|()| stdout.flush())
-            .map_err(|e| CliError::Output(e.to_string()))?;
-        printed += 1;
-        if let apistore::WatchEvent::Error(mut status) = event {
-            // The error line starts with the reason already (`Timeout: Timeout: ...`).
-            let prefix = format!("{}: ", status.reason);
-            if let Some(rest) = status.message.strip_prefix(&prefix) {
-                status.message = rest.to_owned();
-            }
-            return Err(CliError::Storage(StorageError::Api {
-                key: etcd_key.to_owned(),
-                status: Box::new(status),
-            }));
-        }
-    }
-    Ok(())
 }
 
 async fn connect(
@@ -489,11 +457,10 @@ fn resource_of(api: &ApiStore, global: &GlobalArgs, key: &str) -> Result<String,
 /// stderr: every key under the prefix read one by one at the revision of the key scan,
 /// the selectors applied here. Paging does not apply.
 async fn list_skipping_undecodable(
-    store: &Etcd3Store<DynamicObject>,
+    store: &Etcd3Store<Selectable>,
     prefix: &str,
     options: &ListOptions,
-) -> Result<ObjectList<DynamicObject>, CliError> {
-    use apistore::ApiObject;
+) -> Result<ObjectList<Selectable>, CliError> {
     let entries = store.raw_entries(prefix, 0).await?;
     let revision = entries.iter().map(|e| e.mod_revision).max().unwrap_or(0);
     let mut items = Vec::new();
@@ -501,10 +468,7 @@ async fn list_skipping_undecodable(
         let read = get_exact(store, &entry.key, entry.mod_revision.to_string()).await;
         match read {
             Ok(object) => {
-                let predicate = &options.predicate;
-                if predicate.label.matches(&object.metadata.labels)
-                    && predicate.field.matches(&object.fields())
-                {
+                if options.predicate.matches(&object) {
                     items.push(object);
                 }
             }
@@ -512,7 +476,7 @@ async fn list_skipping_undecodable(
             Err(err) => eprintln!("skipped {}: {}: {err}", entry.key, err.status().reason),
         }
     }
-    let mut list = ObjectList::<DynamicObject> {
+    let mut list = ObjectList::<Selectable> {
         items,
         ..ObjectList::default()
     };
@@ -521,25 +485,47 @@ async fn list_skipping_undecodable(
 }
 
 /// Checks `--field-selector` against the fields kube supports for the resource and puts
-/// the part the store evaluates in `options`; returns the part the command evaluates.
+/// it in `options`: the store evaluates all of it on [`Selectable`] objects.
 fn field_selector_of(
     options: &mut ListOptions,
     text: Option<&str>,
     resource: &str,
     etcd_key: &str,
-) -> Result<Vec<apistore::selector::FieldRequirement>, CliError> {
+) -> Result<(), CliError> {
     let Some(text) = text else {
-        return Ok(Vec::new());
+        return Ok(());
     };
-    let selector_error = |source| CliError::Selector {
+    let selector = FieldSelector::parse(text).map_err(|source| CliError::Selector {
         flag: "--field-selector",
         source,
-    };
-    let selector = FieldSelector::parse(text).map_err(selector_error)?;
+    })?;
     crate::fields::check(resource, etcd_key, &selector)?;
-    let (store, rest) = crate::fields::split(&selector).map_err(selector_error)?;
-    options.predicate.field = store;
-    Ok(rest)
+    options.predicate.field = selector;
+    Ok(())
+}
+
+/// A list of a resource kube's layout does not know (a custom resource, or one named by
+/// `--resource`) that found nothing, with no key at all under its prefix, is most
+/// likely a misspelt resource or group: said on stderr, the empty list still printed.
+async fn warn_if_unknown_and_empty(
+    api: &ApiStore,
+    store: &Etcd3Store<Selectable>,
+    resource: &str,
+    prefix: &str,
+    items: usize,
+) {
+    if items > 0 || api.layout().resource(resource).built_in.is_some() {
+        return;
+    }
+    let resource_prefix = store.resource_prefix().trim_start_matches('/').to_owned();
+    // A failed look is no reason to fail a list that succeeded: no warning then.
+    let keys = store.raw_entries(&resource_prefix, 0).await;
+    if keys.is_ok_and(|entries| entries.is_empty()) {
+        eprintln!(
+            "warning: {resource:?} is not a resource of kube's storage layout and there are no keys under {}/{resource_prefix}: check the spelling of {prefix:?}",
+            store.path_prefix().trim_end_matches('/')
+        );
+    }
 }
 
 /// A store that reads any key under the prefix, for `keys` (which need not name a
@@ -561,18 +547,21 @@ fn raw_store(
 
 /// The object under `key` as of exactly `resource_version`: a non-recursive list at
 /// that revision, which reads the one key (kube's `GetList` on a key).
-async fn get_exact(
-    store: &Etcd3Store<DynamicObject>,
+async fn get_exact<T>(
+    store: &Etcd3Store<T>,
     key: &str,
     resource_version: String,
-) -> Result<DynamicObject, StorageError> {
+) -> Result<T, StorageError>
+where
+    T: ApiObject + Clone + Default + Send + Sync + 'static,
+{
     let options = ListOptions {
         resource_version,
         resource_version_match: ResourceVersionMatch::Exact,
         recursive: false,
         ..ListOptions::default()
     };
-    let list: ObjectList<DynamicObject> = store.list(key, &options).await?;
+    let list: ObjectList<T> = store.list(key, &options).await?;
     list.items
         .into_iter()
         .next()
@@ -581,12 +570,15 @@ async fn get_exact(
 
 /// A read that failed on an encrypted value without `--encryption-config` says to pass
 /// it (the value is named by its provider and key); other errors stay as they are.
-async fn explain_read_error(
-    store: &Etcd3Store<DynamicObject>,
+async fn explain_read_error<T>(
+    store: &Etcd3Store<T>,
     global: &GlobalArgs,
     key: &str,
     err: StorageError,
-) -> CliError {
+) -> CliError
+where
+    T: ApiObject + Clone + Default + Send + Sync + 'static,
+{
     if global.encryption_config.is_some() || !err.is_internal() {
         return err.into();
     }

@@ -79,6 +79,9 @@ pub(crate) enum CliError {
     /// The result could not be printed.
     #[error("{0}")]
     Output(String),
+    /// The command was stopped by SIGINT (Ctrl-C) before it ended.
+    #[error("stopped by SIGINT")]
+    Interrupted,
 }
 
 impl CliError {
@@ -89,6 +92,7 @@ impl CliError {
             Self::Connect(BuildError::Connect(_)) => "ServiceUnavailable".to_owned(),
             Self::Connect(_) => "BadRequest".to_owned(),
             Self::RewriteFailed { .. } | Self::Output(_) => "InternalError".to_owned(),
+            Self::Interrupted => "Interrupted".to_owned(),
             Self::Tls(_)
             | Self::ReadFile { .. }
             | Self::NotAnObject { .. }
@@ -101,9 +105,10 @@ impl CliError {
     }
 
     /// The process exit code: 2 for a mistake on the command line, 1 for a failure
-    /// past it.
+    /// past it, 130 (128 + SIGINT, as a shell reports it) when interrupted.
     pub(crate) fn exit_code(&self) -> u8 {
         match self {
+            Self::Interrupted => 130,
             // The encryption configuration file named by --encryption-config.
             Self::Connect(BuildError::Encryption { .. })
             | Self::Tls(_)

@@ -1,48 +1,190 @@
 //! The fields a field selector may name, per resource, as kube-apiserver's registry
-//! allows them (each resource's `GetAttrs` and field label conversion function):
-//! `metadata.name` and `metadata.namespace` everywhere, and a few more per resource. A
-//! selector on any other field is a BadRequest there, not an empty list.
+//! allows and computes them, and how their values are read from a stored object.
 //!
-//! Taken from the list in issue 18 (kube's `pkg/registry/*/strategy.go` and
-//! `pkg/apis/*/v1/conversion.go` were not at hand to check against).
+//! Compared against Kubernetes' field label conversion functions
+//! (`pkg/apis/core/v1/conversion.go`, `pkg/apis/batch/v1/conversion.go`,
+//! `pkg/apis/certificates/v1/conversion.go`, `pkg/apis/resource/*/conversion.go`) and the
+//! attribute functions of `pkg/registry/*/strategy.go` (`ToSelectableFields`): which
+//! names are accepted, which field each one reads, and what a missing field reads as
+//! (kube formats numbers and booleans of its internal types, so a missing count is `0`
+//! and a missing flag `false`). A resource with no row gets kube's default: only
+//! `metadata.name` and `metadata.namespace`. A selector on any other field is a
+//! BadRequest, not an empty list.
 
-use apistore::selector::{FieldRequirement, Operator, escape_value};
-use apistore::{FieldSelector, Fields, SelectorError, StorageError};
+use apistore::{FieldSelector, Fields, StorageError};
 
-/// The fields kube supports for `group_resource` beyond `metadata.name` and
-/// `metadata.namespace`.
-fn extra_fields(group_resource: &str) -> &'static [&'static str] {
-    match group_resource {
-        "pods" => &[
-            "spec.nodeName",
-            "spec.restartPolicy",
-            "spec.schedulerName",
-            "spec.serviceAccountName",
-            "spec.hostNetwork",
-            "status.phase",
-            "status.podIP",
-            "status.nominatedNodeName",
-        ],
-        "secrets" => &["type"],
-        "events" | "events.events.k8s.io" => &[
-            "involvedObject.kind",
-            "involvedObject.namespace",
-            "involvedObject.name",
-            "involvedObject.uid",
-            "involvedObject.apiVersion",
-            "involvedObject.resourceVersion",
-            "involvedObject.fieldPath",
-            "reason",
-            "reportingComponent",
-            "source",
-            "type",
-        ],
-        "namespaces" => &["status.phase"],
-        "nodes" => &["spec.unschedulable"],
-        "replicasets.apps" | "replicationcontrollers" => &["status.replicas"],
-        "jobs.batch" => &["status.successful"],
-        _ => &[],
+/// One selectable field: the name a selector uses, the JSON path of the value in the
+/// stored (v1) object, and what a missing value reads as.
+struct Field {
+    name: &'static str,
+    path: &'static str,
+    missing: &'static str,
+}
+
+const fn field(name: &'static str, path: &'static str, missing: &'static str) -> Field {
+    Field {
+        name,
+        path,
+        missing,
     }
+}
+
+/// The selectable fields of one resource.
+struct Row {
+    /// The group-resource, as kube's layout names it.
+    group_resource: &'static str,
+    /// The API group and kind of its stored objects, for reading an object's fields.
+    group: &'static str,
+    kind: &'static str,
+    /// Whether `metadata.namespace` may be named: kube's conversion functions of
+    /// cluster-scoped kinds leave it out.
+    metadata_namespace: bool,
+    fields: &'static [Field],
+}
+
+const POD_FIELDS: &[Field] = &[
+    field("spec.nodeName", "spec.nodeName", ""),
+    field("spec.restartPolicy", "spec.restartPolicy", ""),
+    field("spec.schedulerName", "spec.schedulerName", ""),
+    field("spec.serviceAccountName", "spec.serviceAccountName", ""),
+    field("spec.hostNetwork", "spec.hostNetwork", "false"),
+    field("status.phase", "status.phase", ""),
+    field("status.podIP", "status.podIP", ""),
+    field("status.nominatedNodeName", "status.nominatedNodeName", ""),
+];
+
+const EVENT_FIELDS: &[Field] = &[
+    field("involvedObject.kind", "involvedObject.kind", ""),
+    field("involvedObject.namespace", "involvedObject.namespace", ""),
+    field("involvedObject.name", "involvedObject.name", ""),
+    field("involvedObject.uid", "involvedObject.uid", ""),
+    field("involvedObject.apiVersion", "involvedObject.apiVersion", ""),
+    field(
+        "involvedObject.resourceVersion",
+        "involvedObject.resourceVersion",
+        "",
+    ),
+    field("involvedObject.fieldPath", "involvedObject.fieldPath", ""),
+    field("reason", "reason", ""),
+    field("reportingComponent", "reportingComponent", ""),
+    field("source", "source.component", ""),
+    field("type", "type", ""),
+];
+
+const SIGNER_FIELDS: &[Field] = &[field("spec.signerName", "spec.signerName", "")];
+const REPLICA_FIELDS: &[Field] = &[field("status.replicas", "status.replicas", "0")];
+
+const fn row(
+    group_resource: &'static str,
+    group: &'static str,
+    kind: &'static str,
+    metadata_namespace: bool,
+    fields: &'static [Field],
+) -> Row {
+    Row {
+        group_resource,
+        group,
+        kind,
+        metadata_namespace,
+        fields,
+    }
+}
+
+const ROWS: &[Row] = &[
+    row("pods", "", "Pod", true, POD_FIELDS),
+    row(
+        "nodes",
+        "",
+        "Node",
+        false,
+        &[field("spec.unschedulable", "spec.unschedulable", "false")],
+    ),
+    row(
+        "namespaces",
+        "",
+        "Namespace",
+        false,
+        &[field("status.phase", "status.phase", "")],
+    ),
+    row("secrets", "", "Secret", true, &[field("type", "type", "")]),
+    row(
+        "services",
+        "",
+        "Service",
+        true,
+        &[
+            field("spec.clusterIP", "spec.clusterIP", ""),
+            field("spec.type", "spec.type", ""),
+        ],
+    ),
+    row(
+        "replicationcontrollers",
+        "",
+        "ReplicationController",
+        true,
+        REPLICA_FIELDS,
+    ),
+    // events.k8s.io events are stored as core events, under the same keys.
+    row("events", "", "Event", true, EVENT_FIELDS),
+    row(
+        "events.events.k8s.io",
+        "events.k8s.io",
+        "Event",
+        true,
+        EVENT_FIELDS,
+    ),
+    row(
+        "replicasets.apps",
+        "apps",
+        "ReplicaSet",
+        true,
+        REPLICA_FIELDS,
+    ),
+    // kube's name says "successful"; the value is the count of succeeded pods.
+    row(
+        "jobs.batch",
+        "batch",
+        "Job",
+        true,
+        &[field("status.successful", "status.succeeded", "0")],
+    ),
+    row(
+        "certificatesigningrequests.certificates.k8s.io",
+        "certificates.k8s.io",
+        "CertificateSigningRequest",
+        false,
+        SIGNER_FIELDS,
+    ),
+    row(
+        "clustertrustbundles.certificates.k8s.io",
+        "certificates.k8s.io",
+        "ClusterTrustBundle",
+        false,
+        SIGNER_FIELDS,
+    ),
+    row(
+        "resourceslices.resource.k8s.io",
+        "resource.k8s.io",
+        "ResourceSlice",
+        false,
+        &[
+            field("spec.nodeName", "spec.nodeName", ""),
+            field("spec.driver", "spec.driver", ""),
+        ],
+    ),
+];
+
+/// The names a selector may use for `group_resource`.
+fn supported(group_resource: &str) -> Vec<&'static str> {
+    let row = ROWS.iter().find(|r| r.group_resource == group_resource);
+    let mut names = vec!["metadata.name"];
+    if row.is_none_or(|r| r.metadata_namespace) {
+        names.push("metadata.namespace");
+    }
+    if let Some(row) = row {
+        names.extend(row.fields.iter().map(|f| f.name));
+    }
+    names
 }
 
 /// Refuses a selector naming a field the resource does not support, naming those it
@@ -52,82 +194,51 @@ pub(crate) fn check(
     etcd_key: &str,
     selector: &FieldSelector,
 ) -> Result<(), StorageError> {
-    let extra = extra_fields(group_resource);
-    let supported = |field: &str| {
-        field == "metadata.name" || field == "metadata.namespace" || extra.contains(&field)
-    };
+    let names = supported(group_resource);
     match selector
         .requirements()
         .iter()
-        .find(|r| !supported(r.field()))
+        .find(|r| !names.contains(&r.field()))
     {
         None => Ok(()),
-        Some(requirement) => {
-            let mut fields = vec!["metadata.name", "metadata.namespace"];
-            fields.extend_from_slice(extra);
-            Err(StorageError::bad_request(
-                etcd_key,
-                format!(
-                    "field label not supported: {} (\"{group_resource}\" supports {})",
-                    requirement.field(),
-                    fields.join(", ")
-                ),
-            ))
-        }
+        Some(requirement) => Err(StorageError::bad_request(
+            etcd_key,
+            format!(
+                "field label not supported: {} (\"{group_resource}\" supports {})",
+                requirement.field(),
+                names.join(", ")
+            ),
+        )),
     }
 }
 
-/// The value of a supported field that is not `metadata.*`, read from the object as
-/// kube's `GetAttrs` does (a boolean as `true`/`false`, a number as its digits, a missing
-/// field as ""); `source` of an event is its `source.component`.
-pub(crate) fn value(object: &serde_json::Value, field: &str) -> String {
-    let path = if field == "source" {
-        "source.component"
-    } else {
-        field
+/// The selectable fields of a stored object beyond its metadata, found by its apiVersion
+/// group and kind, read as kube's attribute functions format them (a boolean as
+/// `true`/`false`, a number as its digits, a missing field as the row says).
+pub(crate) fn extra_fields(
+    api_version: &str,
+    kind: &str,
+    data: &serde_json::Map<String, serde_json::Value>,
+    fields: &mut Fields,
+) {
+    let group = api_version.rsplit_once('/').map_or("", |(group, _)| group);
+    let Some(row) = ROWS.iter().find(|r| r.group == group && r.kind == kind) else {
+        return;
     };
-    let found = path
-        .split('.')
-        .try_fold(object, |value, segment| value.get(segment));
-    match found {
-        Some(serde_json::Value::String(text)) => text.clone(),
-        Some(serde_json::Value::Bool(flag)) => flag.to_string(),
-        Some(serde_json::Value::Number(number)) => number.to_string(),
-        _ => String::new(),
+    for field in row.fields {
+        let mut segments = field.path.split('.');
+        let first = segments.next().and_then(|s| data.get(s));
+        let found = segments.try_fold(first, |value, segment| {
+            Some(value.and_then(|v| v.get(segment)))
+        });
+        let value = match found.flatten() {
+            Some(serde_json::Value::String(text)) => text.clone(),
+            Some(serde_json::Value::Bool(flag)) => flag.to_string(),
+            Some(serde_json::Value::Number(number)) => number.to_string(),
+            _ => field.missing.to_owned(),
+        };
+        fields.insert(field.name.to_owned(), value);
     }
-}
-
-/// The selector split in what the store evaluates (`metadata.*`: a dynamic object
-/// knows no other field) and the requirements the command evaluates on each object.
-pub(crate) fn split(
-    selector: &FieldSelector,
-) -> Result<(FieldSelector, Vec<FieldRequirement>), SelectorError> {
-    let (store, rest): (Vec<&FieldRequirement>, Vec<&FieldRequirement>) = selector
-        .requirements()
-        .iter()
-        .partition(|r| r.field().starts_with("metadata."));
-    let text: Vec<String> = store
-        .iter()
-        .map(|r| {
-            let op = if r.operator() == Operator::NotEquals {
-                "!="
-            } else {
-                "="
-            };
-            format!("{}{op}{}", r.field(), escape_value(r.value()))
-        })
-        .collect();
-    let store = FieldSelector::parse(&text.join(","))?;
-    Ok((store, rest.into_iter().cloned().collect()))
-}
-
-/// Whether the object meets every requirement the store did not evaluate.
-pub(crate) fn matches(object: &serde_json::Value, rest: &[FieldRequirement]) -> bool {
-    rest.iter().all(|r| {
-        let mut fields = Fields::new();
-        fields.insert(r.field().to_owned(), value(object, r.field()));
-        r.matches(&fields)
-    })
 }
 
 #[cfg(test)]
@@ -146,17 +257,36 @@ mod tests {
             message.contains("metadata.name, metadata.namespace"),
             "{message}"
         );
+        // kube's Node and Namespace conversions leave metadata.namespace out.
+        let namespace = FieldSelector::parse("metadata.namespace=x").unwrap();
+        assert!(check("nodes", "/registry/minions", &namespace).is_err());
+        assert!(check("persistentvolumes", "/registry/pv", &namespace).is_ok());
+        let service = FieldSelector::parse("spec.type=ClusterIP").unwrap();
+        assert!(check("services", "/registry/services/specs", &service).is_ok());
     }
 
     #[test]
     fn values_are_read_as_kube_formats_them() {
-        let pod = serde_json::json!({"spec": {"nodeName": "n1", "hostNetwork": true}});
-        assert_eq!(value(&pod, "spec.nodeName"), "n1");
-        assert_eq!(value(&pod, "spec.hostNetwork"), "true");
-        assert_eq!(value(&pod, "status.phase"), "");
-        let selector = FieldSelector::parse("metadata.name=p1,spec.nodeName!=n1").unwrap();
-        let (store, rest) = split(&selector).unwrap();
-        assert_eq!(store.requirements().len(), 1);
-        assert!(!matches(&pod, &rest));
+        let data = |value: serde_json::Value| value.as_object().unwrap().clone();
+        let mut fields = Fields::new();
+        let pod = data(serde_json::json!({"spec": {"nodeName": "n1", "hostNetwork": true}}));
+        extra_fields("v1", "Pod", &pod, &mut fields);
+        assert_eq!(fields["spec.nodeName"], "n1");
+        assert_eq!(fields["spec.hostNetwork"], "true");
+        assert_eq!(fields["status.phase"], "");
+        let mut fields = Fields::new();
+        extra_fields("v1", "Pod", &data(serde_json::json!({})), &mut fields);
+        assert_eq!(fields["spec.hostNetwork"], "false");
+        let mut fields = Fields::new();
+        let job = data(serde_json::json!({"status": {"succeeded": 3}}));
+        extra_fields("batch/v1", "Job", &job, &mut fields);
+        assert_eq!(fields["status.successful"], "3");
+        let mut fields = Fields::new();
+        let event = data(serde_json::json!({"source": {"component": "kubelet"}}));
+        extra_fields("v1", "Event", &event, &mut fields);
+        assert_eq!(fields["source"], "kubelet");
+        let mut fields = Fields::new();
+        extra_fields("v1", "ConfigMap", &event, &mut fields);
+        assert!(fields.is_empty());
     }
 }

@@ -5,9 +5,11 @@ mod commands;
 mod error;
 mod fields;
 mod kms;
+mod object;
 mod output;
 mod raw;
 mod rewrite;
+mod watch;
 
 use std::process::ExitCode;
 

@@ -10,13 +10,15 @@ use crate::error::CliError;
 
 /// Rewrites stale values of `resource` under `prefix`, printing progress on a terminal,
 /// each stale key on stderr for a dry run, and the summary on stdout (`scanned`,
-/// `rewritten`, `failed`: YAML lines, or one JSON object with `-o json`); fails if any
-/// value failed.
+/// `rewritten`, `skipped`, `failed`: YAML lines, or one JSON object with `-o json`);
+/// fails if any value failed. With `skip_undecodable`, a value that cannot be decrypted
+/// (the store's internal error) is named on stderr and counted as skipped instead.
 pub(crate) async fn rewrite(
     api: &ApiStore,
     resource: &str,
     prefix: &str,
     options: &RewriteOptions,
+    skip_undecodable: bool,
     format: OutputFormat,
 ) -> Result<(), CliError> {
     let on_terminal = std::io::stderr().is_terminal();
@@ -36,21 +38,33 @@ pub(crate) async fn rewrite(
             eprintln!("would rewrite {key}");
         }
     }
-    for err in &summary.failed {
+    // Unreachable etcd, timeouts and lost races are failures whatever the flag says.
+    let (skipped, failed): (Vec<_>, Vec<_>) = summary
+        .failed
+        .iter()
+        .partition(|err| skip_undecodable && err.is_internal());
+    let store_prefix = api.store_config(resource).prefix;
+    for err in &skipped {
+        let key = err.key().strip_prefix(store_prefix.as_str());
+        let key = key.map_or_else(|| err.key(), |k| k.trim_start_matches('/'));
+        eprintln!("skipped {key}: {err}");
+    }
+    for err in &failed {
         eprintln!("{}: {err}", err.status().reason);
     }
-    let failed = summary.failed.len();
+    let (skipped, failed) = (skipped.len(), failed.len());
     let text = match format {
         OutputFormat::Json => format!(
             "{}\n",
             serde_json::json!({
                 "scanned": summary.scanned,
                 "rewritten": summary.rewritten,
+                "skipped": skipped,
                 "failed": failed,
             })
         ),
         OutputFormat::Yaml | OutputFormat::Table | OutputFormat::Name => format!(
-            "scanned: {}\nrewritten: {}\nfailed: {failed}\n",
+            "scanned: {}\nrewritten: {}\nskipped: {skipped}\nfailed: {failed}\n",
             summary.scanned, summary.rewritten
         ),
     };

@@ -5,97 +5,13 @@
 // Test helpers may unwrap: a failure is a failed test.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::path::PathBuf;
-use std::process::{Command, Output};
+mod common;
+
+use std::process::Command;
 
 use apistore::layers::value::EncryptionConfig;
-use apistore_testing::etcd::{shared_endpoint, unique_prefix};
 use bytes::Bytes;
-
-const KEY1: &str = "c2VjcmV0IGlzIHNlY3VyZSwgaSB0aGluayBzbyB0b28=";
-const KEY2: &str = "dGhpcyBpcyBhbm90aGVyIDMyIGJ5dGUga2V5ISEhISE=";
-
-/// One test's etcd prefix, scratch folder and command line.
-struct Fixture {
-    endpoint: String,
-    prefix: String,
-    dir: tempfile::TempDir,
-}
-
-impl Fixture {
-    fn new(name: &str) -> Self {
-        Self {
-            endpoint: shared_endpoint().unwrap_or_else(|err| panic!("{err}")),
-            prefix: unique_prefix(name),
-            dir: tempfile::tempdir().unwrap(),
-        }
-    }
-
-    fn file(&self, name: &str, text: &str) -> PathBuf {
-        let path = self.dir.path().join(name);
-        std::fs::write(&path, text).unwrap();
-        path
-    }
-
-    fn run(&self, args: &[&str]) -> Output {
-        Command::new(env!("CARGO_BIN_EXE_apistore"))
-            .args(["--endpoints", &self.endpoint, "--prefix", &self.prefix])
-            .args(args)
-            .output()
-            .unwrap()
-    }
-
-    fn ok(&self, args: &[&str]) -> String {
-        let out = self.run(args);
-        assert!(
-            out.status.success(),
-            "apistore {args:?} failed: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        String::from_utf8(out.stdout).unwrap()
-    }
-
-    async fn client(&self) -> etcd_client::Client {
-        etcd_client::Client::connect(self.endpoint.split(',').collect::<Vec<_>>(), None)
-            .await
-            .unwrap()
-    }
-
-    /// The stored bytes and mod revision under a key relative to the prefix.
-    async fn raw(&self, key: &str) -> (Vec<u8>, i64) {
-        let full = format!("{}/{key}", self.prefix);
-        let response = self.client().await.get(full.clone(), None).await.unwrap();
-        let kv = response
-            .kvs()
-            .first()
-            .unwrap_or_else(|| panic!("nothing at {full}"));
-        (kv.value().to_vec(), kv.mod_revision())
-    }
-
-    async fn put_raw(&self, key: &str, value: Vec<u8>) {
-        let full = format!("{}/{key}", self.prefix);
-        self.client().await.put(full, value, None).await.unwrap();
-    }
-}
-
-fn encryption_config(keys: &[(&str, &str)]) -> String {
-    let keys: String = keys
-        .iter()
-        .map(|(name, secret)| {
-            format!("            - name: {name}\n              secret: {secret}\n")
-        })
-        .collect();
-    format!(
-        "apiVersion: apiserver.config.k8s.io/v1\nkind: EncryptionConfiguration\nresources:\n  - resources: [deployments.apps, widgets.example.com, secrets]\n    providers:\n      - aesgcm:\n          keys:\n{keys}"
-    )
-}
-
-const DEPLOYMENT: &str = r#"{"apiVersion":"apps/v1","kind":"Deployment","metadata":{"name":"d1","namespace":"default"},"spec":{"replicas":2,"selector":{"matchLabels":{"app":"web"}},"template":{"metadata":{"labels":{"app":"web"}},"spec":{"containers":[{"name":"web","image":"nginx"}]}}}}"#;
-const WIDGET: &str = r#"{"apiVersion":"example.com/v1","kind":"Widget","metadata":{"name":"w1","namespace":"default"},"spec":{"size":3}}"#;
-
-fn starts_with(data: &[u8], prefix: &[u8]) -> bool {
-    data.len() >= prefix.len() && &data[..prefix.len()] == prefix
-}
+use common::*;
 
 #[tokio::test]
 async fn group_resources_are_encrypted_under_their_own_configuration_entry() {
@@ -226,16 +142,6 @@ async fn writes_use_kube_apiservers_encoding_and_reads_take_either() {
 }
 
 /// Stores `plain` under `key` encrypted as the given configuration's write key would.
-async fn put_encrypted(f: &Fixture, keys: &[(&str, &str)], key: &str, plain: &[u8]) {
-    let config = EncryptionConfig::parse(&encryption_config(keys)).unwrap();
-    let full = format!("{}/{key}", f.prefix);
-    let stored = config
-        .transformer_for("secrets")
-        .transform_to_storage(Bytes::copy_from_slice(plain), full.as_bytes())
-        .unwrap();
-    f.put_raw(key, stored.to_vec()).await;
-}
-
 #[tokio::test]
 async fn rewrite_touches_only_stale_values_and_never_decodes() {
     let f = Fixture::new("cli-rewrite");
@@ -277,9 +183,31 @@ async fn rewrite_touches_only_stale_values_and_never_decodes() {
     let summary: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(
         summary,
-        serde_json::json!({"scanned": 3, "rewritten": 0, "failed": 1})
+        serde_json::json!({"scanned": 3, "rewritten": 0, "skipped": 0, "failed": 1})
     );
     assert_eq!(out.status.code(), Some(1));
+    // With --skip-undecodable that value is named and skipped, and the run succeeds.
+    let out = f.run(&[
+        "--encryption-config",
+        old,
+        "-o",
+        "json",
+        "encryption",
+        "rewrite",
+        "secrets",
+        "--skip-undecodable",
+    ]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    let summary: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(
+        summary,
+        serde_json::json!({"scanned": 3, "rewritten": 0, "skipped": 1, "failed": 0})
+    );
+    assert!(
+        stderr.contains("skipped secrets/default/current"),
+        "{stderr}"
+    );
     assert_eq!(
         f.raw("secrets/default/s1").await,
         before[0],
@@ -310,7 +238,7 @@ async fn rewrite_touches_only_stale_values_and_never_decodes() {
     let summary: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(
         summary,
-        serde_json::json!({"scanned": 3, "rewritten": 2, "failed": 0})
+        serde_json::json!({"scanned": 3, "rewritten": 2, "skipped": 0, "failed": 0})
     );
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(
@@ -344,7 +272,7 @@ async fn rewrite_touches_only_stale_values_and_never_decodes() {
     .unwrap();
     assert_eq!(
         summary,
-        serde_json::json!({"scanned": 3, "rewritten": 2, "failed": 0})
+        serde_json::json!({"scanned": 3, "rewritten": 2, "skipped": 0, "failed": 0})
     );
     assert_eq!(f.raw("secrets/default/current").await, before[2]);
     let config = EncryptionConfig::parse(&encryption_config(&[("key2", KEY2)])).unwrap();
@@ -384,16 +312,6 @@ async fn rewrite_without_an_encryption_config_refuses_up_front() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(stderr.lines().count(), 1, "{stderr}");
     assert!(stderr.contains("--encryption-config"), "{stderr}");
-    assert!(out.stdout.is_empty());
-}
-
-/// Runs the command and checks its exit code and that it said why on one line of stderr.
-fn fails_with(f: &Fixture, args: &[&str], code: i32, says: &str) {
-    let out = f.run(args);
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(code), "apistore {args:?}: {stderr}");
-    assert_eq!(stderr.lines().count(), 1, "{stderr}");
-    assert!(stderr.contains(says), "apistore {args:?}: {stderr}");
     assert!(out.stdout.is_empty());
 }
 
@@ -479,8 +397,6 @@ async fn a_storage_error_exits_1_with_its_reason() {
         "AlreadyExists",
     );
 }
-
-const CM1: &str = r#"{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"cm1","namespace":"default"},"data":{"k":"v1"}}"#;
 
 #[tokio::test]
 async fn keys_lists_metadata_and_encoding_without_decrypting() {
@@ -916,4 +832,43 @@ async fn values_that_cannot_be_read_are_explained_skipped_and_force_deleted() {
         1,
         "NotFound",
     );
+}
+
+#[tokio::test]
+async fn an_empty_list_of_a_resource_kube_does_not_know_warns() {
+    let f = Fixture::new("cli-unknown-resource");
+    let widget = f.file("w1.json", WIDGET);
+    f.ok(&[
+        "create",
+        "example.com/widgets/default/w1",
+        "-f",
+        widget.to_str().unwrap(),
+    ]);
+    // A misspelt plural: nothing under it at all.
+    let out = f.run(&["-o", "json", "list", "example.com/widget"]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    let list: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(list["items"], serde_json::json!([]));
+    assert!(stderr.starts_with("warning: "), "{stderr}");
+    assert!(stderr.contains("widget.example.com"), "{stderr}");
+    assert!(stderr.contains("no keys under"), "{stderr}");
+    // The same with --skip-undecodable.
+    let out = f.run(&["list", "example.com/widget", "--skip-undecodable"]);
+    assert!(String::from_utf8_lossy(&out.stderr).contains("warning: "));
+    // A custom resource with keys, even one namespace of it with none, and an empty
+    // built-in say nothing.
+    for prefix in [
+        "example.com/widgets",
+        "example.com/widgets/other",
+        "configmaps",
+    ] {
+        let out = f.run(&["list", prefix]);
+        assert!(out.status.success());
+        assert!(
+            out.stderr.is_empty(),
+            "{prefix}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
 }
