@@ -58,7 +58,7 @@ pub(crate) struct GlobalArgs {
     #[arg(long, global = true, value_name = "TYPE", value_parser = ["json", "protobuf", "application/json", "application/vnd.kubernetes.protobuf"])]
     pub(crate) storage_media_type: Option<String>,
     /// Write the Prometheus text exposition of what this command did to FILE when it
-    /// ends, failed or not.
+    /// ends: failed or not, and when stopped with Ctrl-C (SIGINT, exit code 130).
     #[arg(long, global = true, value_name = "FILE")]
     pub(crate) metrics_out: Option<PathBuf>,
     /// The CA certificate (PEM) etcd's certificate must be signed by. Turns TLS on: the

@@ -473,13 +473,7 @@ async fn get_raw_prints_the_stored_bytes_and_exact_reads_an_old_revision() {
         b"k8s:enc:aesgcm:v1:key1:\x00\x01\n"
     );
 
-    let cm = f.file("cm1.json", CM1);
-    f.ok(&[
-        "create",
-        "configmaps/default/cm1",
-        "-f",
-        cm.to_str().unwrap(),
-    ]);
+    f.create("configmaps/default/cm1", CM1);
     let (_, first) = f.raw("configmaps/default/cm1").await;
     let v2 = f.file("cm2.json", &CM1.replace("\"v1\"}", "\"v2\"}"));
     f.ok(&[
@@ -776,13 +770,7 @@ async fn a_field_the_resource_does_not_support_is_a_bad_request() {
 #[tokio::test]
 async fn values_that_cannot_be_read_are_explained_skipped_and_force_deleted() {
     let f = Fixture::new("cli-undecodable");
-    let cm = f.file("cm1.json", CM1);
-    f.ok(&[
-        "create",
-        "configmaps/default/cm1",
-        "-f",
-        cm.to_str().unwrap(),
-    ]);
+    f.create("configmaps/default/cm1", CM1);
     f.put_raw("configmaps/default/bad", b"\x00\x01 not an object".to_vec())
         .await;
     put_encrypted(&f, &[("key1", KEY1)], "secrets/default/s1", b"{}").await;
@@ -837,13 +825,7 @@ async fn values_that_cannot_be_read_are_explained_skipped_and_force_deleted() {
 #[tokio::test]
 async fn an_empty_list_of_a_resource_kube_does_not_know_warns() {
     let f = Fixture::new("cli-unknown-resource");
-    let widget = f.file("w1.json", WIDGET);
-    f.ok(&[
-        "create",
-        "example.com/widgets/default/w1",
-        "-f",
-        widget.to_str().unwrap(),
-    ]);
+    f.create("example.com/widgets/default/w1", WIDGET);
     // A misspelt plural: nothing under it at all.
     let out = f.run(&["-o", "json", "list", "example.com/widget"]);
     let stderr = String::from_utf8_lossy(&out.stderr);

@@ -88,23 +88,11 @@ async fn an_object_leaving_and_entering_a_field_selection_is_deleted_and_added()
 #[tokio::test]
 async fn a_watch_goes_past_values_it_cannot_read_when_asked() {
     let f = Fixture::new("cli-watch-undecodable");
-    let cm = f.file("cm1.json", CM1);
-    f.ok(&[
-        "create",
-        "configmaps/default/cm1",
-        "-f",
-        cm.to_str().unwrap(),
-    ]);
+    f.create("configmaps/default/cm1", CM1);
     let (_, start) = f.raw("configmaps/default/cm1").await;
     f.put_raw("configmaps/default/bad", b"\x00\x01 not an object".to_vec())
         .await;
-    let cm2 = f.file("cm2.json", &CM1.replace("\"cm1\"", "\"cm2\""));
-    f.ok(&[
-        "create",
-        "configmaps/default/cm2",
-        "-f",
-        cm2.to_str().unwrap(),
-    ]);
+    f.create("configmaps/default/cm2", &CM1.replace("\"cm1\"", "\"cm2\""));
     put_encrypted(&f, &[("key1", KEY1)], "secrets/default/s1", b"{}").await;
     let s2 = f.file(
         "s2.json",
@@ -154,13 +142,7 @@ async fn a_watch_goes_past_values_it_cannot_read_when_asked() {
 #[tokio::test]
 async fn ctrl_c_ends_a_watch_with_130_and_still_writes_the_metrics() {
     let f = Fixture::new("cli-watch-sigint");
-    let cm = f.file("cm1.json", CM1);
-    f.ok(&[
-        "create",
-        "configmaps/default/cm1",
-        "-f",
-        cm.to_str().unwrap(),
-    ]);
+    f.create("configmaps/default/cm1", CM1);
     let metrics = f.dir.path().join("metrics.txt");
     let mut child = Command::new(env!("CARGO_BIN_EXE_apistore"))
         .args(["--endpoints", &f.endpoint, "--prefix", &f.prefix])

@@ -56,6 +56,12 @@ impl Fixture {
         String::from_utf8(out.stdout).unwrap()
     }
 
+    /// Creates `text` (JSON or YAML) at `key` through the command; returns its stdout.
+    pub(crate) fn create(&self, key: &str, text: &str) -> String {
+        let file = self.file(&format!("{}.json", key.replace('/', "_")), text);
+        self.ok(&["create", key, "-f", file.to_str().unwrap()])
+    }
+
     pub(crate) async fn client(&self) -> etcd_client::Client {
         etcd_client::Client::connect(self.endpoint.split(',').collect::<Vec<_>>(), None)
             .await
