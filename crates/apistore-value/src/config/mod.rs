@@ -47,7 +47,7 @@ pub use error::ConfigError;
 pub use kms::{KmsConnector, KmsProviderConfig};
 pub use provider::{AESCBC_PREFIX, AESGCM_PREFIX, ProviderKind, SECRETBOX_PREFIX};
 
-use crate::kms_v2::{KmsV2Envelope, KmsV2Options};
+use crate::kms_v2::{KmsObserver, KmsV2Envelope, KmsV2Options};
 use crate::{NoopObserver, TransformObserver, Transformer};
 use validate::{ProviderSpec, ResourceSpec};
 
@@ -128,6 +128,17 @@ impl EncryptionConfig {
     #[must_use]
     pub fn with_observer(mut self, observer: Arc<dyn TransformObserver>) -> Self {
         self.transformers = build::resource_transformers(&self.specs, &observer, &self.kms);
+        self
+    }
+
+    /// Reports every `kms` provider's key id use, plugin calls and DEK cache size to
+    /// `observer` (kube's `apiserver_envelope_encryption_*` metrics). The envelopes are
+    /// shared, so this holds for every transformer of the configuration.
+    #[must_use]
+    pub fn with_kms_observer(self, observer: Arc<dyn KmsObserver>) -> Self {
+        for envelope in self.kms.values() {
+            envelope.set_observer(Arc::clone(&observer));
+        }
         self
     }
 

@@ -71,6 +71,10 @@ impl DekCache {
         inner.entries.insert(key, (transformer, tick));
     }
 
+    pub(crate) fn capacity(&self) -> usize {
+        self.capacity
+    }
+
     pub(crate) fn len(&self) -> usize {
         self.inner
             .lock()

@@ -1,6 +1,6 @@
 //! The KMS v2 envelope transformer (kube's `envelopeTransformer` in
-//! `kmsv2/envelope.go`) and the plugin probe that keeps its write state (kube's
-//! `kmsv2PluginProbe` in `pkg/server/options/encryptionconfig/config.go`).
+//! `kmsv2/envelope.go`); the plugin probe that keeps its write state (kube's
+//! `kmsv2PluginProbe`) is in [`probe`].
 //!
 //! Writes seal each value with HKDF-SHA256 extended-nonce AES-GCM under a 32-byte seed
 //! generated here, encrypted once by the plugin and reused until a health check sees
@@ -9,6 +9,8 @@
 //! decrypt the DEK source through the plugin once and cache the result; a value whose
 //! key id or source type differs from the current write state's is stale.
 
+mod probe;
+
 use std::sync::mpsc;
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::{Duration, Instant};
@@ -16,13 +18,12 @@ use std::time::{Duration, Instant};
 use bytes::Bytes;
 
 use super::cache::{DEFAULT_DEK_CACHE_SIZE, DekCache};
-use super::encrypted_object::{
-    EncryptedDekSourceType, EncryptedObject, key_id_hash, validate_key_id,
-};
-use super::service::{DecryptRequest, KmsError, KmsService, StatusResponse};
+use super::encrypted_object::{EncryptedDekSourceType, EncryptedObject, key_id_hash};
+use super::observer::{GRPC_CODE_OK, KmsObserver, ObserverSlot, method_name};
+use super::service::{DecryptRequest, KmsError, KmsService};
 use crate::{
-    AesGcmExtendedNonceTransformer, AesGcmTransformer, EXTENDED_NONCE_INFO_SIZE, Plaintext, Result,
-    TransformError, Transformer, random,
+    AesGcmExtendedNonceTransformer, AesGcmTransformer, Plaintext, Result, TransformError,
+    TransformationType, Transformer, random,
 };
 
 /// The prefix of every KMS v2 value, before the provider name and `:`.
@@ -63,6 +64,8 @@ struct WriteState {
     transformer: Arc<dyn Transformer>,
     /// The object every write copies, without its data.
     object: EncryptedObject,
+    /// The SHA-256 of the key id, as metrics label it.
+    key_id_hash: String,
     cache_key: Vec<u8>,
     expires: Instant,
 }
@@ -89,6 +92,7 @@ pub struct KmsV2Envelope {
     cache: DekCache,
     state: RwLock<Option<Arc<WriteState>>>,
     health: Mutex<Health>,
+    observer: ObserverSlot,
 }
 
 impl KmsV2Envelope {
@@ -106,6 +110,7 @@ impl KmsV2Envelope {
             options,
             state: RwLock::new(None),
             health: Mutex::new(Health::default()),
+            observer: ObserverSlot::default(),
         }
     }
 
@@ -119,6 +124,26 @@ impl KmsV2Envelope {
     /// The plugin's endpoint, when given with [`KmsV2Envelope::with_endpoint`].
     pub fn endpoint(&self) -> Option<&str> {
         self.endpoint.as_deref()
+    }
+
+    /// Reports this envelope's key id use, plugin calls and cache size to
+    /// `observer` from now on (and the cache size at once). Takes `&self`: envelopes
+    /// are shared by every transformer of a configuration.
+    pub fn set_observer(&self, observer: Arc<dyn KmsObserver>) {
+        observer.dek_source_cache_size(&self.name, self.cache.len(), self.cache.capacity());
+        self.observer.set(observer);
+    }
+
+    fn observer(&self) -> Option<Arc<dyn KmsObserver>> {
+        self.observer.get()
+    }
+
+    /// Caches a decrypted DEK source and reports the cache's new size.
+    fn cache_set(&self, cache_key: &[u8], transformer: Arc<dyn Transformer>) {
+        self.cache.set(cache_key, transformer);
+        if let Some(observer) = self.observer() {
+            observer.dek_source_cache_size(&self.name, self.cache.len(), self.cache.capacity());
+        }
     }
 
     /// The provider name.
@@ -148,141 +173,6 @@ impl KmsV2Envelope {
     /// How many decrypted DEK sources are cached.
     pub fn cached_dek_sources(&self) -> usize {
         self.cache.len()
-    }
-
-    /// kube's health check: `Status`, then the checks of
-    /// `isKMSv2ProviderHealthyAndMaybeRotateDEK` (healthz `ok`, version `v2`, a valid
-    /// key id) and a new DEK seed when the key id changed. A healthy check extends
-    /// the write state's life by [`WRITE_DEK_SOURCE_MAX_TTL`]; a failed one leaves
-    /// the state as it was, usable for writes until it expires.
-    pub fn check(&self) -> Result<()> {
-        let mut health = self.health.lock().unwrap_or_else(|e| e.into_inner());
-        let result = self.check_locked(&mut health);
-        health.last = Some((Instant::now(), result.clone()));
-        result
-    }
-
-    fn check_locked(&self, health: &mut Health) -> Result<()> {
-        let status = self
-            .call("Status", |s| s.status())
-            .map_err(|e| {
-                self.error(format!(
-                    "failed to perform status section of the healthz check for KMS Provider {}, error: {e}",
-                    self.name
-                ))
-            })?;
-        let mut errors = self.status_errors(&status, health);
-        if let Err(e) = validate_key_id(&status.key_id) {
-            errors.push(format!(
-                "got invalid KMSv2 KeyID hash {:?}: {e}",
-                key_id_hash(&status.key_id)
-            ));
-        } else if let Err(e) = self.rotate_on_key_id_change(&status.key_id) {
-            errors.push(e);
-        }
-        if errors.is_empty() {
-            return Ok(());
-        }
-        let joined = if errors.len() == 1 {
-            errors.remove(0)
-        } else {
-            format!("[{}]", errors.join(", "))
-        };
-        Err(self.error(format!(
-            "kmsv2 Provider {} is not healthy, error: {joined}",
-            self.name
-        )))
-    }
-
-    fn status_errors(&self, status: &StatusResponse, health: &mut Health) -> Vec<String> {
-        let mut errors = Vec::new();
-        if status.healthz != "ok" {
-            errors.push(format!("got unexpected healthz status: {}", status.healthz));
-        }
-        if status.version != "v2" && status.version != "v2beta1" {
-            errors.push(format!(
-                "expected KMSv2 API version v2, got {}",
-                status.version
-            ));
-        } else {
-            if health.version.is_empty() {
-                health.version.clone_from(&status.version);
-            }
-            if health.version != status.version {
-                errors.push(format!(
-                    "KMSv2 API version should not change after the initial status response version {}, got {}",
-                    health.version, status.version
-                ));
-            }
-        }
-        errors
-    }
-
-    /// kube's `rotateDEKOnKeyIDChange`.
-    fn rotate_on_key_id_change(&self, status_key_id: &str) -> std::result::Result<(), String> {
-        let expires = Instant::now() + WRITE_DEK_SOURCE_MAX_TTL;
-        let current = self.current_state();
-        if let Some(state) = &current {
-            if state.object.key_id == status_key_id {
-                let renewed = WriteState {
-                    transformer: Arc::clone(&state.transformer),
-                    object: state.object.clone(),
-                    cache_key: state.cache_key.clone(),
-                    expires,
-                };
-                self.store_state(renewed);
-                return Ok(());
-            }
-        }
-        let uid = new_uid();
-        let generated = self.generate(&uid);
-        match generated {
-            Ok((transformer, object)) if object.key_id == status_key_id => {
-                let cache_key = object.cache_key();
-                self.cache.set(&cache_key, Arc::clone(&transformer));
-                self.store_state(WriteState {
-                    transformer,
-                    object,
-                    cache_key,
-                    expires,
-                });
-                Ok(())
-            }
-            other => {
-                let (err, encrypt_key_id) = match other {
-                    Ok((_, object)) => (String::from("<nil>"), object.key_id),
-                    Err(e) => (e.to_string(), String::new()),
-                };
-                Err(format!(
-                    "failed to rotate DEK uid={uid:?}, useSeed=true, errGen={err}, statusKeyIDHash={:?}, encryptKeyIDHash={:?}, stateKeyIDHash={:?}",
-                    key_id_hash(status_key_id),
-                    key_id_hash(&encrypt_key_id),
-                    key_id_hash(current.as_ref().map_or("", |s| s.object.key_id.as_str())),
-                ))
-            }
-        }
-    }
-
-    /// kube's `GenerateTransformer` with a seed: a new seed, encrypted by the plugin.
-    fn generate(&self, uid: &str) -> Result<(Arc<dyn Transformer>, EncryptedObject)> {
-        let mut seed = vec![0u8; EXTENDED_NONCE_INFO_SIZE];
-        random::fill(&mut seed)?;
-        let transformer: Arc<dyn Transformer> =
-            Arc::new(AesGcmExtendedNonceTransformer::new(&seed)?);
-        let owned_uid = uid.to_owned();
-        let response = self
-            .call("Encrypt", move |s| s.encrypt(&owned_uid, &seed))
-            .map_err(|e| self.error(format!("failed to encrypt DEK, error: {e}")))?;
-        let mut object = EncryptedObject {
-            encrypted_data: vec![0],
-            key_id: response.key_id,
-            encrypted_dek_source: response.ciphertext,
-            annotations: response.annotations,
-            encrypted_dek_source_type: EncryptedDekSourceType::HkdfSha256XnonceAesGcmSeed,
-        };
-        object.validate()?;
-        object.encrypted_data.clear();
-        Ok((transformer, object))
     }
 
     fn store_state(&self, state: WriteState) {
@@ -319,23 +209,24 @@ impl KmsV2Envelope {
         })
     }
 
-    fn check_if_due(&self) {
-        let Ok(mut health) = self.health.try_lock() else {
-            return;
-        };
-        let due = match &health.last {
-            None => true,
-            Some((at, Ok(()))) => at.elapsed() >= HEALTHZ_POSITIVE_INTERVAL,
-            Some((at, Err(_))) => at.elapsed() >= HEALTHZ_NEGATIVE_INTERVAL,
-        };
-        if due {
-            let result = self.check_locked(&mut health);
-            health.last = Some((Instant::now(), result));
-        }
-    }
-
     /// Calls the plugin on a worker thread, giving up after the provider's timeout.
     fn call<T: Send + 'static>(
+        &self,
+        operation: &'static str,
+        f: impl FnOnce(&dyn KmsService) -> std::result::Result<T, KmsError> + Send + 'static,
+    ) -> std::result::Result<T, KmsError> {
+        let started = Instant::now();
+        let result = self.call_with_timeout(operation, f);
+        if let Some(observer) = self.observer() {
+            let code = result
+                .as_ref()
+                .map_or_else(KmsError::grpc_status_code, |_| GRPC_CODE_OK);
+            observer.kms_operation(&self.name, method_name(operation), code, started.elapsed());
+        }
+        result
+    }
+
+    fn call_with_timeout<T: Send + 'static>(
         &self,
         operation: &'static str,
         f: impl FnOnce(&dyn KmsService) -> std::result::Result<T, KmsError> + Send + 'static,
@@ -411,7 +302,7 @@ impl KmsV2Envelope {
             }
             EncryptedDekSourceType::AesGcmKey => Arc::new(AesGcmTransformer::new(&key)?),
         };
-        self.cache.set(&cache_key, Arc::clone(&transformer));
+        self.cache_set(&cache_key, Arc::clone(&transformer));
         Ok(transformer)
     }
 }
@@ -421,6 +312,14 @@ impl Transformer for KmsV2Envelope {
         let object = EncryptedObject::decode(&data)?;
         let state = self.state_for(false)?;
         let transformer = self.read_transformer(&object, &state)?;
+        if let Some(observer) = self.observer() {
+            let hash = if object.key_id == state.object.key_id {
+                state.key_id_hash.clone()
+            } else {
+                key_id_hash(&object.key_id)
+            };
+            observer.key_id_used(TransformationType::FromStorage, &self.name, &hash);
+        }
         let plain = transformer
             .transform_from_storage(Bytes::from(object.encrypted_data), authenticated_data)?;
         let stale = plain.stale
@@ -442,6 +341,13 @@ impl Transformer for KmsV2Envelope {
                 self.name,
                 now.duration_since(state.expires).as_secs()
             )));
+        }
+        if let Some(observer) = self.observer() {
+            observer.key_id_used(
+                TransformationType::ToStorage,
+                &self.name,
+                &state.key_id_hash,
+            );
         }
         let sealed = state
             .transformer

@@ -199,9 +199,10 @@ impl GrpcKmsService {
                 operation,
                 after: self.timeout,
             },
-            code => KmsError::Failed {
+            code => KmsError::Rpc {
                 operation,
-                message: format!("rpc error: code = {code:?} desc = {}", status.message()),
+                code: go_code_name(code),
+                message: status.message().to_owned(),
             },
         }
     }
@@ -231,6 +232,31 @@ impl GrpcKmsService {
                 .await?;
             Ok(response.into_inner())
         })
+    }
+}
+
+/// Go's name of a gRPC status code (`codes.Code.String()`), which kube's metrics and
+/// messages use: `Canceled` with one `l`, unlike tonic's `Cancelled`.
+fn go_code_name(code: tonic::Code) -> &'static str {
+    use tonic::Code;
+    match code {
+        Code::Ok => "OK",
+        Code::Cancelled => "Canceled",
+        Code::Unknown => "Unknown",
+        Code::InvalidArgument => "InvalidArgument",
+        Code::DeadlineExceeded => "DeadlineExceeded",
+        Code::NotFound => "NotFound",
+        Code::AlreadyExists => "AlreadyExists",
+        Code::PermissionDenied => "PermissionDenied",
+        Code::ResourceExhausted => "ResourceExhausted",
+        Code::FailedPrecondition => "FailedPrecondition",
+        Code::Aborted => "Aborted",
+        Code::OutOfRange => "OutOfRange",
+        Code::Unimplemented => "Unimplemented",
+        Code::Internal => "Internal",
+        Code::Unavailable => "Unavailable",
+        Code::DataLoss => "DataLoss",
+        Code::Unauthenticated => "Unauthenticated",
     }
 }
 

@@ -96,7 +96,9 @@ fn to_status(err: KmsError) -> Status {
     match err {
         KmsError::Unavailable { message, .. } => Status::unavailable(message),
         KmsError::Timeout { .. } => Status::deadline_exceeded(err.to_string()),
-        KmsError::Failed { message, .. } => Status::internal(message),
+        KmsError::Failed { message, .. } | KmsError::Rpc { message, .. } => {
+            Status::internal(message)
+        }
     }
 }
 

@@ -60,14 +60,38 @@ pub enum KmsError {
         /// The timeout.
         after: Duration,
     },
-    /// The plugin answered with an error.
+    /// The plugin answered with an error that carries no gRPC status (an in-process
+    /// plugin, or a call that never reached the wire).
     #[error("KMS plugin call {operation} failed: {message}")]
     Failed {
         /// `Status`, `Encrypt` or `Decrypt`.
         operation: &'static str,
-        /// The plugin's message (for gRPC, the status code and message).
+        /// The plugin's message.
         message: String,
     },
+    /// The plugin answered with a gRPC error status.
+    #[error("KMS plugin call {operation} failed: rpc error: code = {code} desc = {message}")]
+    Rpc {
+        /// `Status`, `Encrypt` or `Decrypt`.
+        operation: &'static str,
+        /// Go's name of the status code (`Internal`, `PermissionDenied`...).
+        code: &'static str,
+        /// The status message.
+        message: String,
+    },
+}
+
+impl KmsError {
+    /// The `grpc_status_code` label kube gives a failed call: the status code's Go
+    /// name, or `unknown-non-grpc` for a failure without one.
+    pub fn grpc_status_code(&self) -> &'static str {
+        match self {
+            Self::Unavailable { .. } => "Unavailable",
+            Self::Timeout { .. } => "DeadlineExceeded",
+            Self::Rpc { code, .. } => code,
+            Self::Failed { .. } => crate::observer::STATUS_UNKNOWN_NON_GRPC,
+        }
+    }
 }
 
 /// A KMS v2 plugin: kube's `kmsservice.Service`.

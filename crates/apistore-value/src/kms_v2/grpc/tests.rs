@@ -63,11 +63,17 @@ fn client_speaks_the_plugin_api() {
     let err = client.decrypt("uid-3", &request).expect_err("fails");
     assert_eq!(
         err,
-        KmsError::Failed {
+        KmsError::Rpc {
             operation: "Decrypt",
-            message: "rpc error: code = Internal desc = kek disabled".to_owned()
+            code: "Internal",
+            message: "kek disabled".to_owned()
         }
     );
+    assert_eq!(
+        err.to_string(),
+        "KMS plugin call Decrypt failed: rpc error: code = Internal desc = kek disabled"
+    );
+    assert_eq!(err.grpc_status_code(), "Internal");
 }
 
 #[test]
