@@ -10,14 +10,13 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use apistore::layers::value::kms_v2::{
-    EncryptedObject, KmsPluginServer, KmsService, TestKmsPlugin,
-};
+use apistore::layers::value::kms_v2::{EncryptedObject, KmsService};
 use apistore::{
     ApiStore, DynamicObject, GetOptions, ListOptions, RewriteOptions, RewriteSummary, Storage,
     rewrite_stale,
 };
 use apistore_testing::etcd::{shared_endpoint, unique_prefix};
+use apistore_testing::kms::{KmsPluginServer, TestKmsPlugin};
 
 const AESGCM: &str = "      - aesgcm:\n          keys:\n            - name: key1\n              secret: c2VjcmV0IGlzIHNlY3VyZSwgaSB0aGluayBzbyB0b28=\n";
 const SECRETS: usize = 6;

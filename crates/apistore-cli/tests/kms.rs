@@ -12,11 +12,9 @@ use std::process::{Command, Output};
 use std::sync::Arc;
 use std::time::Duration;
 
+use apistore::layers::value::kms_v2::{EncryptedDekSourceType, EncryptedObject, KmsService};
 use apistore_testing::etcd::{shared_endpoint, unique_prefix};
-use apistore_value::kms_v2::{
-    EncryptedDekSourceType, EncryptedObject, KmsOperation, KmsPluginServer, KmsService,
-    TestKmsPlugin,
-};
+use apistore_testing::kms::{KmsOperation, KmsPluginServer, TestKmsPlugin};
 
 const ENVELOPE_PREFIX: &[u8] = b"k8s:enc:kms:v2:vault:";
 const PASSWORD: &str = "hunter2-the-plaintext";

@@ -34,3 +34,16 @@
 
 pub mod etcd;
 pub mod suite;
+
+/// The KMS v2 test plugin, served in process or over gRPC on a unix socket (feature
+/// `kms-plugin`).
+///
+/// It is defined in `apistore_value::kms_v2` (features `test-plugin` and
+/// `grpc-test-plugin`), beside the envelope its own unit tests exercise, and only
+/// re-exported here: this crate already depends on apistore-value, so the other way
+/// round would be a cycle.
+#[cfg(feature = "kms-plugin")]
+pub mod kms {
+    #[doc(inline)]
+    pub use apistore_value::kms_v2::{KmsOperation, KmsPluginServer, TestKmsPlugin};
+}
