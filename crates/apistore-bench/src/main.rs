@@ -10,16 +10,18 @@
 //!
 //! Workloads: create, get, guaranteed update and delete at 1 and 16 callers (src/crud.rs);
 //! lists of 10,000 objects, whole and in pages (src/list.rs); a watcher over 20,000
-//! writes and 1,000 idle watches (src/watch.rs); AES-GCM against identity and telemetry
-//! on against off (both arms apistore); lists of 10,000 realistic Pods stored as kube's
+//! writes and 1,000 idle watches (src/watch.rs); AES-GCM against identity, KMS v2
+//! against AES-GCM (src/kms.rs) and telemetry on against off (both arms apistore); lists of 10,000 realistic Pods stored as kube's
 //! protobuf against the same Pods as JSON and against a raw range plus decode
-//! (src/pods.rs). The baseline is src/raw.rs.
+//! (src/pods.rs); the watch cache's lists and watchers (src/cacher.rs). The baseline is
+//! src/raw.rs.
 //!
 //! Options (after `--` when run through cargo):
 //! - `--quick`: fewer rounds and shorter runs (under two minutes); the report is printed
 //!   but docs/benchmarks.md is left alone;
 //! - `--only NAME` (repeatable): only the workloads whose names contain one of the
 //!   NAMEs (`create`, `get, 16`, `list whole`, `pods`, `watch`, `idle`, `aes`, `aes get`,
+//!   `kms`, `kms get`, `cacher`, `cacher list`, `cacher watchers`,
 //!   `telemetry`, `telemetry untraced create`, `telemetry traced guaranteed update`...),
 //!   for profiling;
 //! - `--arm apistore|raw`: run only arm A or only arm B, for profiling (no report);
@@ -27,10 +29,12 @@
 
 mod alloc;
 mod bench;
+mod cacher;
 mod cpu;
 mod crud;
 mod driver;
 mod error;
+mod kms;
 mod list;
 mod machine;
 mod object;
@@ -250,6 +254,15 @@ async fn run_workloads(bench: &Bench) -> Result<(Vec<Comparison>, Vec<String>)> 
     }
 
     let section_started = Instant::now();
+    if cacher::selected(settings) {
+        println!("cacher: the watch cache over the etcd3 store against raw etcd-client");
+        let (cached, cacher_notes) = bench.cacher_section().await?;
+        comparisons.extend(cached);
+        notes.extend(cacher_notes);
+        println!("  ({:.0} s)", section_started.elapsed().as_secs_f64());
+    }
+
+    let section_started = Instant::now();
     let aes_ops: Vec<Crud> = [Crud::Create, Crud::Get]
         .into_iter()
         .filter(|op| settings.selected(&format!("aes {}", workload_name(*op, 16))))
@@ -276,6 +289,15 @@ async fn run_workloads(bench: &Bench) -> Result<(Vec<Comparison>, Vec<String>)> 
                     .await?,
             );
         }
+        println!("  ({:.0} s)", section_started.elapsed().as_secs_f64());
+    }
+
+    let section_started = Instant::now();
+    if kms::selected(settings) {
+        println!("kms: apistore with KMS v2 (test plugin over gRPC) against apistore with AES-GCM");
+        let (kms, note) = bench.kms_section().await?;
+        comparisons.extend(kms);
+        notes.push(note);
         println!("  ({:.0} s)", section_started.elapsed().as_secs_f64());
     }
 

@@ -81,10 +81,14 @@ pub(crate) enum Section {
     PodList,
     /// One watcher and many writes.
     Watch,
+    /// The watch cache's lists and watchers against raw etcd-client.
+    Cacher,
     /// The memory of idle watches.
     IdleWatch,
     /// AES-GCM against identity.
     Encryption,
+    /// KMS v2 against AES-GCM.
+    KmsV2,
     /// Metrics and tracing on against off, every call traced.
     Telemetry,
     /// Metrics and tracing on against off, callers untraced (kube-apiserver's default
