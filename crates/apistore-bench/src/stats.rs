@@ -81,8 +81,6 @@ pub(crate) enum Section {
     PodList,
     /// One watcher and many writes.
     Watch,
-    /// The watch cache's lists and watchers against raw etcd-client.
-    Cacher,
     /// The memory of idle watches.
     IdleWatch,
     /// AES-GCM against identity.
