@@ -16,7 +16,7 @@ where
     pub(crate) async fn delete_object(&self, key: &str, options: DeleteOptions<T>) -> Result<T> {
         let prepared = self.prepare_key(key)?;
         let (mut state, mut is_current) = match options.cached_existing_object {
-            Some(cached) => (self.state_from_object(&prepared, cached)?, false),
+            Some(cached) => (self.layers.state_from_object(&prepared, cached)?, false),
             None => (self.current_state(&prepared, false).await?, true),
         };
 
@@ -72,7 +72,7 @@ where
             };
             // The last state we saw, with the revision of its deletion.
             let mut deleted = state.obj;
-            self.set_revision(&mut deleted, header.revision());
+            self.layers.set_revision(&mut deleted, header.revision());
             return Ok(deleted);
         }
     }

@@ -25,6 +25,13 @@ struct Metrics {
     resource: ResourceMetrics,
 }
 
+/// Decode failures of reads are `apiserver_storage_decode_errors_total`.
+impl apistore_backend::DecodeErrors for Instrumentation {
+    fn record_decode_error(&self) {
+        Self::record_decode_error(self);
+    }
+}
+
 impl Instrumentation {
     pub(crate) fn new(metrics: Option<StorageMetrics>, resource: &str) -> Self {
         Self {

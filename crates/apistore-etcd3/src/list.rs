@@ -98,7 +98,7 @@ where
         let mut last_key: Vec<u8> = Vec::new();
         let (has_more, last_count) = loop {
             let page = pager.next_page(self).await?;
-            self.validate_minimum_resource_version(
+            self.layers.validate_minimum_resource_version(
                 &key_prefix,
                 &options.resource_version,
                 page.header_revision,
@@ -117,8 +117,10 @@ where
                 let (item_key, value) = kv.into_key_value();
                 // Borrowed for UTF-8 keys (all keys the store writes): no copy per item.
                 let item_key_text = String::from_utf8_lossy(&item_key);
-                let (data, _) = self.transform_from_storage(&item_key_text, Bytes::from(value))?;
-                let item = self.decode(&item_key_text, &data, mod_revision)?;
+                let (data, _) = self
+                    .layers
+                    .transform_from_storage(&item_key_text, Bytes::from(value))?;
+                let item = self.layers.decode(&item_key_text, &data, mod_revision)?;
                 if predicate.matches(&item) {
                     items.push(item);
                 }
@@ -155,7 +157,8 @@ where
             None => (String::new(), None),
         };
         let mut metadata = ListMeta::default();
-        self.versioner
+        self.layers
+            .versioner()
             .update_list(
                 &mut metadata,
                 with_rev.max(0).unsigned_abs(),

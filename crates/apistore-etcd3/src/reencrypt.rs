@@ -58,14 +58,16 @@ where
             };
             let (revision, lease) = (kv.mod_revision(), kv.lease());
             let (_, value) = kv.into_key_value();
-            let (plain, stale) = self.transform_from_storage(&prepared, value.into())?;
+            let (plain, stale) = self
+                .layers
+                .transform_from_storage(&prepared, value.into())?;
             if !stale {
                 return Ok(Reencryption::Current);
             }
             if dry_run {
                 return Ok(Reencryption::WouldRewrite);
             }
-            let stored = self.transform_to_storage(&prepared, plain)?;
+            let stored = self.layers.transform_to_storage(&prepared, plain)?;
             let put_options = (lease != 0).then(|| PutOptions::new().with_lease(lease));
             let txn = Txn::new()
                 .when([Compare::mod_revision(

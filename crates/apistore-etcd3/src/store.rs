@@ -8,12 +8,10 @@ use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
-use apistore_storage::{
-    ApiObject, Codec, GetOptions, JsonCodec, ResponseMeta, Result, StorageError, Versioner,
-};
+use apistore_backend::{ObjState, ObjectLayers};
+use apistore_storage::{ApiObject, Codec, GetOptions, JsonCodec, Result, StorageError, Versioner};
 use apistore_telemetry::StorageMetrics;
 use apistore_value::{IdentityTransformer, Transformer};
-use apistore_versioning::ApiObjectVersioner;
 use bytes::Bytes;
 use etcd_client::{
     Compare, CompareOp, GetOptions as EtcdGetOptions, KvClient, PutOptions, Txn, TxnOp,
@@ -96,8 +94,9 @@ pub struct Etcd3Store<T> {
     /// Shared: an etcd-client `Client` is several kilobytes, and every watch holds a
     /// clone of its store.
     pub(crate) client: Arc<EtcdClient>,
-    pub(crate) codec: Arc<dyn Codec<T>>,
-    pub(crate) transformer: Arc<dyn Transformer>,
+    /// Codec, value transformer and versioner; decode failures of reads count in
+    /// the store's metrics.
+    pub(crate) layers: ObjectLayers<T, Instrumentation>,
     pub(crate) path_prefix: Arc<str>,
     pub(crate) resource_prefix: Arc<str>,
     pub(crate) group_resource: Arc<str>,
@@ -107,7 +106,6 @@ pub struct Etcd3Store<T> {
     pub(crate) update_timeout: Option<Duration>,
     /// Whether keys must lie under `resource_prefix` ([`StoreConfig::confine_keys`]).
     pub(crate) confine_keys: bool,
-    pub(crate) versioner: ApiObjectVersioner,
     pub(crate) instrumentation: Instrumentation,
     pub(crate) watch: WatchSettings,
 }
@@ -116,8 +114,7 @@ impl<T> Clone for Etcd3Store<T> {
     fn clone(&self) -> Self {
         Self {
             client: self.client.clone(),
-            codec: Arc::clone(&self.codec),
-            transformer: Arc::clone(&self.transformer),
+            layers: self.layers.clone(),
             path_prefix: Arc::clone(&self.path_prefix),
             resource_prefix: Arc::clone(&self.resource_prefix),
             group_resource: Arc::clone(&self.group_resource),
@@ -125,7 +122,6 @@ impl<T> Clone for Etcd3Store<T> {
             kv: self.kv.clone(),
             update_timeout: self.update_timeout,
             confine_keys: self.confine_keys,
-            versioner: self.versioner,
             instrumentation: self.instrumentation.clone(),
             watch: self.watch.clone(),
         }
@@ -137,21 +133,9 @@ impl<T> fmt::Debug for Etcd3Store<T> {
         f.debug_struct("Etcd3Store")
             .field("path_prefix", &self.path_prefix)
             .field("group_resource", &self.group_resource)
-            .field("transformer", &self.transformer)
+            .field("transformer", self.layers.transformer())
             .finish_non_exhaustive()
     }
-}
-
-/// What a delete or update knows about the object it works on.
-pub(crate) struct ObjState<T> {
-    pub(crate) obj: T,
-    pub(crate) meta: ResponseMeta,
-    /// The mod revision; 0 when the object does not exist.
-    pub(crate) rev: i64,
-    /// The plain (untransformed) stored bytes.
-    pub(crate) data: Bytes,
-    /// Whether the stored bytes were written with an old key and should be rewritten.
-    pub(crate) stale: bool,
 }
 
 impl<T> Etcd3Store<T>
@@ -192,15 +176,13 @@ where
                 group_resource: Arc::clone(&group_resource),
             },
             client: Arc::new(client),
-            codec,
-            transformer,
+            layers: ObjectLayers::new(codec, transformer, Instrumentation::default()),
             path_prefix: path_prefix(&config.prefix).into(),
             resource_prefix: config.resource_prefix.into(),
             group_resource,
             lease_manager: Arc::new(LeaseManager::new(config.lease)),
             update_timeout: config.update_timeout,
             confine_keys: config.confine_keys,
-            versioner: ApiObjectVersioner,
             instrumentation: Instrumentation::default(),
         }
     }
@@ -209,6 +191,7 @@ where
     pub fn with_metrics(mut self, metrics: StorageMetrics) -> Self {
         self.instrumentation = Instrumentation::new(Some(metrics), &self.group_resource);
         self.kv.instrumentation = self.instrumentation.clone();
+        self.layers.set_decode_errors(self.instrumentation.clone());
         self
     }
 
@@ -219,13 +202,13 @@ where
 
     /// Replaces the value transformer (builder style).
     pub fn with_transformer(mut self, transformer: Arc<dyn Transformer>) -> Self {
-        self.transformer = transformer;
+        self.layers.set_transformer(transformer);
         self
     }
 
     /// The value transformer.
     pub fn transformer(&self) -> &Arc<dyn Transformer> {
-        &self.transformer
+        self.layers.transformer()
     }
 
     /// The normalised path prefix every key is joined to (`/registry/`).
@@ -288,80 +271,6 @@ where
             .map_err(|(_, err)| err))
     }
 
-    /// Reads stored bytes back to plain bytes; a failure is an internal error naming the key.
-    pub(crate) fn transform_from_storage(&self, key: &str, value: Bytes) -> Result<(Bytes, bool)> {
-        match self
-            .transformer
-            .transform_from_storage(value, key.as_bytes())
-        {
-            Ok(plain) => Ok((plain.data, plain.stale)),
-            Err(err) => Err(StorageError::internal(
-                key,
-                format!("unable to transform value: {err}"),
-                Box::new(err),
-            )),
-        }
-    }
-
-    /// Prepares plain bytes for storage; a failure is an internal error naming the key.
-    pub(crate) fn transform_to_storage(&self, key: &str, data: Bytes) -> Result<Bytes> {
-        self.transformer
-            .transform_to_storage(data, key.as_bytes())
-            .map_err(|err| {
-                StorageError::internal(
-                    key,
-                    format!("unable to transform value for storage: {err}"),
-                    Box::new(err),
-                )
-            })
-    }
-
-    /// `object` as a read of `data` (its encoding) will return it: itself when the
-    /// codec's round trip is the identity, else the decoded bytes.
-    pub(crate) fn as_written(&self, key: &str, object: T, data: &[u8]) -> Result<T> {
-        if self.codec.round_trips() {
-            Ok(object)
-        } else {
-            self.decode(key, data, 0)
-        }
-    }
-
-    /// Decodes plain bytes and stamps the revision as resourceVersion; a failure counts
-    /// in `apiserver_storage_decode_errors_total`.
-    pub(crate) fn decode(&self, key: &str, data: &[u8], rev: i64) -> Result<T> {
-        self.decode_uncounted(key, data, rev).inspect_err(|_| {
-            self.instrumentation.record_decode_error();
-        })
-    }
-
-    /// [`Self::decode`] without the decode error metric, for watch events: kube-apiserver
-    /// counts decode errors of get, list and writes only.
-    pub(crate) fn decode_uncounted(&self, key: &str, data: &[u8], rev: i64) -> Result<T> {
-        let mut obj = self.codec.decode(data).map_err(|err| {
-            StorageError::internal(key, format!("unable to decode value: {err}"), Box::new(err))
-        })?;
-        self.set_revision(&mut obj, rev);
-        Ok(obj)
-    }
-
-    /// Encodes an object for storage (resourceVersion and selfLink cleared).
-    pub(crate) fn encode(&self, key: &str, obj: &mut T) -> Result<Bytes> {
-        self.versioner.prepare_object_for_storage(obj)?;
-        self.codec.encode(obj).map_err(|err| {
-            StorageError::internal(
-                key,
-                format!("unable to encode object: {err}"),
-                Box::new(err),
-            )
-        })
-    }
-
-    pub(crate) fn set_revision(&self, obj: &mut T, rev: i64) {
-        // Setting a resourceVersion cannot fail for our versioner; a revision is never
-        // negative in etcd.
-        let _ = self.versioner.update_object(obj, rev.max(0).unsigned_abs());
-    }
-
     /// The TTL option of a write: a (possibly reused) lease for `ttl` seconds.
     pub(crate) async fn put_options(&self, key: &str, ttl: u64) -> Result<Option<PutOptions>> {
         if ttl == 0 {
@@ -402,90 +311,12 @@ where
         mut response: etcd_client::GetResponse,
         ignore_not_found: bool,
     ) -> Result<ObjState<T>> {
-        let Some(kv) = response.take_kvs().into_iter().next() else {
-            if !ignore_not_found {
-                return Err(StorageError::not_found(key));
-            }
-            return Ok(ObjState {
-                obj: T::default(),
-                meta: ResponseMeta::default(),
-                rev: 0,
-                data: Bytes::new(),
-                stale: false,
-            });
-        };
-        let rev = kv.mod_revision();
-        let (_, value) = kv.into_key_value();
-        let (data, stale) = self.transform_from_storage(key, Bytes::from(value))?;
-        let obj = self.decode(key, &data, rev)?;
-        Ok(ObjState {
-            obj,
-            meta: ResponseMeta {
-                ttl: 0,
-                resource_version: rev.max(0).unsigned_abs(),
-            },
-            rev,
-            data,
-            stale,
-        })
-    }
-
-    /// The state of a caller's cached object: its resourceVersion and its encoding.
-    pub(crate) fn state_from_object(&self, key: &str, mut obj: T) -> Result<ObjState<T>> {
-        let rv = self
-            .versioner
-            .object_resource_version(&obj)
-            .map_err(|err| {
-                StorageError::internal(
-                    key,
-                    format!("couldn't get resource version: {err}"),
-                    Box::new(err),
-                )
-            })?;
-        let rev = i64::try_from(rv).map_err(|_| {
-            StorageError::bad_request(key, format!("resource version {rv} is out of range"))
-        })?;
-        let data = self.encode(key, &mut obj)?;
-        self.set_revision(&mut obj, rev);
-        Ok(ObjState {
-            obj,
-            meta: ResponseMeta {
-                ttl: 0,
-                resource_version: rv,
-            },
-            rev,
-            data,
-            stale: false,
-        })
-    }
-
-    /// Fails with too-large-resourceVersion when the caller asked for a revision etcd has
-    /// not reached.
-    pub(crate) fn validate_minimum_resource_version(
-        &self,
-        key: &str,
-        minimum: &str,
-        actual: i64,
-    ) -> Result<()> {
-        if minimum.is_empty() {
-            return Ok(());
-        }
-        let minimum_rv = self
-            .versioner
-            .parse_resource_version(minimum)
-            .map_err(|err| {
-                StorageError::bad_request(key, format!("invalid resource version: {err}"))
-            })?;
-        let actual = actual.max(0).unsigned_abs();
-        if minimum_rv > actual {
-            return Err(StorageError::ResourceVersionTooLarge {
-                key: key.to_owned(),
-                requested: minimum_rv,
-                current: actual,
-                retry_after_seconds: 0,
-            });
-        }
-        Ok(())
+        let stored = response.take_kvs().into_iter().next().map(|kv| {
+            let rev = kv.mod_revision();
+            let (_, value) = kv.into_key_value();
+            (Bytes::from(value), rev)
+        });
+        self.layers.state_from_value(key, stored, ignore_not_found)
     }
 
     /// Get: always the latest value, then the minimum-resourceVersion check (before the
@@ -499,7 +330,11 @@ where
             })
             .await?;
         let revision = response.header().map_or(0, |h| h.revision());
-        self.validate_minimum_resource_version(&prepared, &options.resource_version, revision)?;
+        self.layers.validate_minimum_resource_version(
+            &prepared,
+            &options.resource_version,
+            revision,
+        )?;
         let Some(kv) = response.take_kvs().into_iter().next() else {
             if options.ignore_not_found {
                 return Ok(T::default());
@@ -508,8 +343,8 @@ where
         };
         let rev = kv.mod_revision();
         let (_, value) = kv.into_key_value();
-        let (data, _) = self.transform_from_storage(&prepared, Bytes::from(value))?;
-        self.decode(&prepared, &data, rev)
+        self.layers
+            .decode_stored(&prepared, Bytes::from(value), rev)
     }
 
     /// Create: a transaction on "mod revision is 0"; the object comes back with the
@@ -519,11 +354,11 @@ where
         let mut trace =
             self.instrumentation
                 .create_span(key, std::any::type_name::<T>(), &self.group_resource);
-        if matches!(self.versioner.object_resource_version(&obj), Ok(v) if v != 0) {
+        if matches!(self.layers.versioner().object_resource_version(&obj), Ok(v) if v != 0) {
             return Err(StorageError::ResourceVersionSetOnCreate { key: prepared });
         }
         trace.event("About to Encode");
-        let data = match self.encode(&prepared, &mut obj) {
+        let data = match self.layers.encode(&prepared, &mut obj) {
             Ok(data) => data,
             Err(err) => {
                 trace.event_len_err("Encode failed", 0, &err);
@@ -534,12 +369,12 @@ where
         // What a read of these bytes will return, when the codec's round trip is not the
         // identity (kube's store decodes what it wrote); decoded before the bytes are
         // handed to the transformer, so they need no copy.
-        let mut obj = self.as_written(&prepared, obj, &data)?;
+        let mut obj = self.layers.as_written(&prepared, obj, &data)?;
         let put_options = self.put_options(&prepared, ttl).await?;
         // The encoded length is all that is needed later; handing `data` over unshared
         // lets an identity transform's output become the request without a copy.
         let len = data.len();
-        let stored = match self.transform_to_storage(&prepared, data) {
+        let stored = match self.layers.transform_to_storage(&prepared, data) {
             Ok(stored) => stored,
             Err(err) => {
                 trace.event_err("TransformToStorage failed", &err);
@@ -581,7 +416,7 @@ where
         let revision = response.header().map_or(0, |h| h.revision());
         // The object as written: stamping its revision gives what decoding the stored
         // bytes would.
-        self.set_revision(&mut obj, revision);
+        self.layers.set_revision(&mut obj, revision);
         trace.event_len("decode succeeded", len);
         Ok(obj)
     }

@@ -2,12 +2,13 @@
 //! revision, retry on conflict. Follows `GuaranteedUpdate` in kube-apiserver's
 //! `etcd3/store.go`, including its cached-object and stale-data rules.
 
+use apistore_backend::ObjState;
 use apistore_storage::{ApiObject, ResponseMeta, Result, StorageError, Update, UpdateOptions};
 use etcd_client::{Compare, CompareOp, Txn, TxnOp, TxnOpResponse, TxnResponse};
 
 use crate::error::internal;
 use crate::instrument::Operation;
-use crate::store::{Etcd3Store, ObjState};
+use crate::store::Etcd3Store;
 
 impl<T> Etcd3Store<T>
 where
@@ -60,7 +61,7 @@ where
                 .update_span(key, std::any::type_name::<T>(), &self.group_resource);
         let ignore_not_found = options.ignore_not_found;
         let (mut state, mut is_current) = match options.cached_existing_object {
-            Some(cached) => (self.state_from_object(&prepared, cached)?, false),
+            Some(cached) => (self.layers.state_from_object(&prepared, cached)?, false),
             None => (self.current_state(&prepared, ignore_not_found).await?, true),
         };
         trace.event("initial value restored");
@@ -105,7 +106,7 @@ where
             let ttl = ttl.unwrap_or(0);
 
             trace.event("About to Encode");
-            let data = match self.encode(&prepared, &mut object) {
+            let data = match self.layers.encode(&prepared, &mut object) {
                 Ok(data) => data,
                 Err(err) => {
                     trace.event_len_err("Encode failed", 0, &err);
@@ -113,7 +114,7 @@ where
                 }
             };
             trace.event_len("Encode succeeded", data.len());
-            let mut object = self.as_written(&prepared, object, &data)?;
+            let mut object = self.layers.as_written(&prepared, object, &data)?;
 
             if !stale && data == stored_data {
                 if !is_current {
@@ -132,7 +133,7 @@ where
                 if !stale {
                     // Nothing changed: no write. The result is the stored object, which
                     // encodes to exactly these bytes.
-                    self.set_revision(&mut object, rev);
+                    self.layers.set_revision(&mut object, rev);
                     return Ok(object);
                 }
             }
@@ -141,7 +142,7 @@ where
             // The encoded length is all that is needed later; handing `data` over unshared
             // lets an identity transform's output become the request without a copy.
             let len = data.len();
-            let stored = match self.transform_to_storage(&prepared, data) {
+            let stored = match self.layers.transform_to_storage(&prepared, data) {
                 Ok(stored) => stored,
                 Err(err) => {
                     trace.event_err("TransformToStorage failed", &err);
@@ -188,7 +189,7 @@ where
                 continue;
             }
             let revision = response.header().map_or(0, |h| h.revision());
-            self.set_revision(&mut object, revision);
+            self.layers.set_revision(&mut object, revision);
             trace.event_len("decode succeeded", len);
             return Ok(object);
         }

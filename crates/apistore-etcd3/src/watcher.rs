@@ -40,7 +40,7 @@ use futures::Stream;
 use tokio::sync::mpsc;
 
 use crate::error::internal;
-use crate::event::RawEvent;
+use crate::event::{raw_from_etcd, raw_from_kv};
 use crate::feature_support::EtcdFeature;
 use crate::instrument::Operation;
 use crate::key::{as_directory, prefix_range_end};
@@ -203,7 +203,8 @@ where
     ) -> Result<WatchStream<T>> {
         let mut prepared = self.prepare_key(key)?;
         let rev = self
-            .versioner
+            .layers
+            .versioner()
             .parse_resource_version(&options.resource_version)
             .map_err(|err| err.with_key(prepared.clone()))?;
         let rev = i64::try_from(rev).map_err(|_| StorageError::Invalid {
@@ -255,7 +256,8 @@ where
         options.predicate.limit = 1;
         let list = self.list_objects(&self.resource_prefix, &options).await?;
         let rv = self
-            .versioner
+            .layers
+            .versioner()
             .parse_resource_version(&list.metadata.resource_version)
             .map_err(|err| err.with_key(self.resource_prefix.to_string()))?;
         Ok(i64::try_from(rv).unwrap_or(i64::MAX))
@@ -373,7 +375,7 @@ where
             Box::pin(self.initial_events()).await?;
         }
         if self.plan.end_bookmark {
-            let bookmark = self.store.bookmark(self.initial_rev, true);
+            let bookmark = self.store.layers.bookmark(self.initial_rev, true);
             self.emit(bookmark).await?;
         }
         self.follow().await
@@ -424,7 +426,8 @@ where
             for kv in page.kvs {
                 let event = self
                     .store
-                    .watch_event_for(RawEvent::from_kv(kv), &self.predicate)?;
+                    .layers
+                    .watch_event(raw_from_kv(kv), &self.predicate)?;
                 if let Some(event) = event {
                     self.emit(event).await?;
                 }
@@ -527,16 +530,16 @@ where
         if response.events().is_empty() {
             if header_rev != 0 {
                 self.store.instrumentation.record_bookmark();
-                let bookmark = self.store.bookmark(header_rev, false);
+                let bookmark = self.store.layers.bookmark(header_rev, false);
                 self.emit(bookmark).await?;
             }
             return Ok(());
         }
         for event in response.events() {
             self.store.instrumentation.record_events_received();
-            let raw = RawEvent::from_etcd(event)?;
+            let raw = raw_from_etcd(event)?;
             let rev = raw.rev;
-            if let Some(event) = self.store.watch_event_for(raw, &self.predicate)? {
+            if let Some(event) = self.store.layers.watch_event(raw, &self.predicate)? {
                 self.emit(event).await?;
             }
             *next_rev = (*next_rev).max(rev.saturating_add(1));

@@ -80,7 +80,7 @@ where
     type Object = T;
 
     fn versioner(&self) -> &dyn Versioner {
-        &self.versioner
+        self.layers.versioner()
     }
 
     async fn create(&self, key: &str, object: T, ttl: u64) -> Result<T> {

@@ -78,7 +78,7 @@ where
                     ));
                 }
             };
-            self.validate_minimum_resource_version(
+            self.layers.validate_minimum_resource_version(
                 &key_prefix,
                 &options.resource_version,
                 range.revision,
@@ -94,8 +94,8 @@ where
                     has_more = true;
                     break;
                 }
-                let (data, _) = self.transform_from_storage(&kv.key, kv.value)?;
-                let item = self.decode(&kv.key, &data, kv.mod_revision)?;
+                let (data, _) = self.layers.transform_from_storage(&kv.key, kv.value)?;
+                let item = self.layers.decode(&kv.key, &data, kv.mod_revision)?;
                 if predicate.matches(&item) {
                     items.push(item);
                 }
@@ -129,7 +129,8 @@ where
             None => (String::new(), None),
         };
         let mut metadata = ListMeta::default();
-        self.versioner
+        self.layers
+            .versioner()
             .update_list(
                 &mut metadata,
                 with_rev.max(0).unsigned_abs(),

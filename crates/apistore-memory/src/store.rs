@@ -1,5 +1,5 @@
 //! The in-memory store: the state its operations share, and get, create and count.
-//! The bytes layering is in `object.rs`; guaranteed update and delete, list and watch
+//! The bytes layering is `apistore_backend::object`'s (shared with the etcd3 store); guaranteed update and delete, list and watch
 //! live in their own files.
 //!
 //! Every operation does what the etcd3 store does (`pkg/storage/etcd3/store.go` of
@@ -13,9 +13,9 @@ use std::fmt;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
+use apistore_backend::ObjectLayers;
 use apistore_storage::{ApiObject, Codec, GetOptions, JsonCodec, Result, StorageError, Versioner};
 use apistore_value::{IdentityTransformer, Transformer};
-use apistore_versioning::ApiObjectVersioner;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
@@ -69,14 +69,13 @@ impl MemoryStoreConfig {
 /// A store of `T` objects in a [`MemoryKv`], behaving as the etcd3 store does in etcd.
 pub struct MemoryStore<T> {
     pub(crate) kv: MemoryKv,
-    pub(crate) codec: Arc<dyn Codec<T>>,
-    pub(crate) transformer: Arc<dyn Transformer>,
+    /// Codec, value transformer and versioner.
+    pub(crate) layers: ObjectLayers<T>,
     pub(crate) path_prefix: Arc<str>,
     pub(crate) resource_prefix: Arc<str>,
     pub(crate) group_resource: Arc<str>,
     pub(crate) confine_keys: bool,
     pub(crate) watch_list: bool,
-    pub(crate) versioner: ApiObjectVersioner,
     /// Range reads made, shared by clones (what the etcd3 store counts as `get` and
     /// `list` requests).
     pub(crate) reads: Arc<AtomicU64>,
@@ -87,14 +86,12 @@ impl<T> Clone for MemoryStore<T> {
     fn clone(&self) -> Self {
         Self {
             kv: self.kv.clone(),
-            codec: Arc::clone(&self.codec),
-            transformer: Arc::clone(&self.transformer),
+            layers: self.layers.clone(),
             path_prefix: Arc::clone(&self.path_prefix),
             resource_prefix: Arc::clone(&self.resource_prefix),
             group_resource: Arc::clone(&self.group_resource),
             confine_keys: self.confine_keys,
             watch_list: self.watch_list,
-            versioner: self.versioner,
             reads: Arc::clone(&self.reads),
             hub: Arc::clone(&self.hub),
         }
@@ -106,7 +103,7 @@ impl<T> fmt::Debug for MemoryStore<T> {
         f.debug_struct("MemoryStore")
             .field("path_prefix", &self.path_prefix)
             .field("group_resource", &self.group_resource)
-            .field("transformer", &self.transformer)
+            .field("transformer", self.layers.transformer())
             .finish_non_exhaustive()
     }
 }
@@ -137,14 +134,12 @@ where
     ) -> Self {
         Self {
             kv,
-            codec,
-            transformer,
+            layers: ObjectLayers::new(codec, transformer, ()),
             path_prefix: path_prefix(&config.prefix).into(),
             resource_prefix: config.resource_prefix.into(),
             group_resource: config.group_resource.into(),
             confine_keys: config.confine_keys,
             watch_list: config.watch_list,
-            versioner: ApiObjectVersioner,
             reads: Arc::new(AtomicU64::new(0)),
             hub: Arc::new(WatchHub::default()),
         }
@@ -152,7 +147,7 @@ where
 
     /// Replaces the value transformer (builder style).
     pub fn with_transformer(mut self, transformer: Arc<dyn Transformer>) -> Self {
-        self.transformer = transformer;
+        self.layers.set_transformer(transformer);
         self
     }
 
@@ -169,7 +164,7 @@ where
 
     /// The value transformer.
     pub fn transformer(&self) -> &Arc<dyn Transformer> {
-        &self.transformer
+        self.layers.transformer()
     }
 
     /// The normalised path prefix every key is joined to (`/registry/`).
@@ -226,28 +221,32 @@ where
             let mvcc = self.kv.read();
             (mvcc.get(&prepared), mvcc.revision())
         };
-        self.validate_minimum_resource_version(&prepared, &options.resource_version, revision)?;
+        self.layers.validate_minimum_resource_version(
+            &prepared,
+            &options.resource_version,
+            revision,
+        )?;
         let Some(kv) = kv else {
             if options.ignore_not_found {
                 return Ok(T::default());
             }
             return Err(StorageError::not_found(prepared));
         };
-        let (data, _) = self.transform_from_storage(&prepared, kv.value)?;
-        self.decode(&prepared, &data, kv.mod_revision)
+        self.layers
+            .decode_stored(&prepared, kv.value, kv.mod_revision)
     }
 
     /// Create: "mod revision is 0" then put; the object comes back with the put's
     /// revision.
     pub(crate) fn create_object(&self, key: &str, mut obj: T, ttl: u64) -> Result<T> {
         let prepared = self.prepare_key(key)?;
-        if matches!(self.versioner.object_resource_version(&obj), Ok(v) if v != 0) {
+        if matches!(self.layers.versioner().object_resource_version(&obj), Ok(v) if v != 0) {
             return Err(StorageError::ResourceVersionSetOnCreate { key: prepared });
         }
-        let data = self.encode(&prepared, &mut obj)?;
-        let mut obj = self.as_written(&prepared, obj, &data)?;
+        let data = self.layers.encode(&prepared, &mut obj)?;
+        let mut obj = self.layers.as_written(&prepared, obj, &data)?;
         let deadline = self.deadline(&prepared, ttl)?;
-        let stored = self.transform_to_storage(&prepared, data)?;
+        let stored = self.layers.transform_to_storage(&prepared, data)?;
         let revision = self
             .kv
             .write(|mvcc| mvcc.put_if(&prepared, 0, stored, deadline))
@@ -255,7 +254,7 @@ where
                 key: prepared.clone(),
                 resource_version: 0,
             })?;
-        self.set_revision(&mut obj, revision);
+        self.layers.set_revision(&mut obj, revision);
         Ok(obj)
     }
 

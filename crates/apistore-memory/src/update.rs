@@ -3,9 +3,9 @@
 //! steps, cached-object rules and stale rewrites as the etcd3 store (kube-apiserver's
 //! `GuaranteedUpdate` and `conditionalDelete`).
 
+use apistore_backend::ObjState;
 use apistore_storage::{ApiObject, DeleteOptions, ResponseMeta, Result, Update, UpdateOptions};
 
-use crate::object::ObjState;
 use crate::store::MemoryStore;
 
 impl<T> MemoryStore<T>
@@ -24,7 +24,7 @@ where
         let prepared = self.prepare_key(key)?;
         let ignore_not_found = options.ignore_not_found;
         let (mut state, mut is_current) = match options.cached_existing_object {
-            Some(cached) => (self.state_from_object(&prepared, cached)?, false),
+            Some(cached) => (self.layers.state_from_object(&prepared, cached)?, false),
             None => (self.current_state(&prepared, ignore_not_found)?, true),
         };
 
@@ -64,8 +64,8 @@ where
                     continue;
                 }
             };
-            let data = self.encode(&prepared, &mut object)?;
-            let mut object = self.as_written(&prepared, object, &data)?;
+            let data = self.layers.encode(&prepared, &mut object)?;
+            let mut object = self.layers.as_written(&prepared, object, &data)?;
 
             if !stale && data == stored_data {
                 if !is_current {
@@ -83,20 +83,20 @@ where
                 }
                 if !stale {
                     // Nothing changed: no write.
-                    self.set_revision(&mut object, rev);
+                    self.layers.set_revision(&mut object, rev);
                     return Ok(object);
                 }
             }
             drop(stored_data);
 
-            let stored = self.transform_to_storage(&prepared, data)?;
+            let stored = self.layers.transform_to_storage(&prepared, data)?;
             let deadline = self.deadline(&prepared, ttl.unwrap_or(0))?;
             match self
                 .kv
                 .write(|mvcc| mvcc.put_if(&prepared, rev, stored, deadline))
             {
                 Ok(revision) => {
-                    self.set_revision(&mut object, revision);
+                    self.layers.set_revision(&mut object, revision);
                     return Ok(object);
                 }
                 Err(current) => {
@@ -111,7 +111,7 @@ where
     pub(crate) fn delete_object(&self, key: &str, options: DeleteOptions<T>) -> Result<T> {
         let prepared = self.prepare_key(key)?;
         let (mut state, mut is_current) = match options.cached_existing_object {
-            Some(cached) => (self.state_from_object(&prepared, cached)?, false),
+            Some(cached) => (self.layers.state_from_object(&prepared, cached)?, false),
             None => (self.current_state(&prepared, false)?, true),
         };
 
@@ -141,7 +141,7 @@ where
                 Ok(revision) => {
                     // The last state we saw, with the revision of its deletion.
                     let mut deleted = state.obj;
-                    self.set_revision(&mut deleted, revision);
+                    self.layers.set_revision(&mut deleted, revision);
                     return Ok(deleted);
                 }
                 Err(current) => {

@@ -19,7 +19,7 @@ use apistore_storage::{
 use futures::Stream;
 use tokio::sync::{mpsc, watch};
 
-use crate::event::RawEvent;
+use crate::event::{raw_from_history, raw_from_kv};
 use crate::hub::ActiveWatch;
 use crate::key::as_directory;
 use crate::mvcc::Keys;
@@ -49,7 +49,8 @@ where
     ) -> Result<WatchStream<T>> {
         let mut prepared = self.prepare_key(key)?;
         let rev = self
-            .versioner
+            .layers
+            .versioner()
             .parse_resource_version(&options.resource_version)
             .map_err(|err| err.with_key(prepared.clone()))?;
         let rev = i64::try_from(rev).map_err(|_| StorageError::Invalid {
@@ -104,7 +105,8 @@ where
         options.predicate.limit = 1;
         let list = self.list_objects(&self.resource_prefix, &options)?;
         let rv = self
-            .versioner
+            .layers
+            .versioner()
             .parse_resource_version(&list.metadata.resource_version)
             .map_err(|err| err.with_key(self.resource_prefix.to_string()))?;
         Ok(i64::try_from(rv).unwrap_or(i64::MAX))
@@ -206,7 +208,7 @@ where
             self.initial_events().await?;
         }
         if self.plan.end_bookmark {
-            let bookmark = self.store.bookmark(self.initial_rev, true);
+            let bookmark = self.store.layers.bookmark(self.initial_rev, true);
             self.emit(bookmark).await?;
         }
         self.follow().await
@@ -248,7 +250,8 @@ where
         for kv in range.kvs {
             let event = self
                 .store
-                .watch_event_for(RawEvent::from_kv(kv), &self.predicate)?;
+                .layers
+                .watch_event(raw_from_kv(kv), &self.predicate)?;
             if let Some(event) = event {
                 self.emit(event).await?;
             }
@@ -285,8 +288,8 @@ where
             })?;
             for event in events {
                 let rev = event.revision();
-                let raw = RawEvent::from_history(event)?;
-                if let Some(event) = self.store.watch_event_for(raw, &self.predicate)? {
+                let raw = raw_from_history(event)?;
+                if let Some(event) = self.store.layers.watch_event(raw, &self.predicate)? {
                     self.emit(event).await?;
                     sent_since_tick = true;
                 }
@@ -297,7 +300,7 @@ where
             // one waiting for a future revision stays quiet, as etcd's does.
             let synced = next_rev == current.saturating_add(1);
             if bookmark_due && synced {
-                let bookmark = self.store.bookmark(current, false);
+                let bookmark = self.store.layers.bookmark(current, false);
                 self.emit(bookmark).await?;
             }
             bookmark_due = false;

@@ -1,0 +1,22 @@
+//! What a backend of apistore over a revisioned key-value store shares.
+//!
+//! kube-apiserver has one storage backend, `pkg/storage/etcd3`; apistore has two that
+//! behave alike, the etcd3 store (`apistore-etcd3`) and the in-memory MVCC store
+//! (`apistore-memory`). Everything in which they must not differ lives here once, so
+//! that a rule of the reference (k8s.io/apiserver v0.31.1) is kept in one place:
+//!
+//! - [`object`]: objects to stored bytes and back, the codec then the value
+//!   transformer with the stored key as authenticated data, the resourceVersion cleared
+//!   before encoding and set from the mod revision after decoding (`etcd3/store.go`);
+//! - [`event`]: a stored key-value change as a watch event, with the predicate
+//!   transitions and bookmarks (`etcd3/event.go`, `transform` of `etcd3/watcher.go`).
+//!
+//! What stays in each backend: its key-value store (requests, revisions, history,
+//! compaction), its transactions, and how its raw changes are read. This crate knows no
+//! etcd and no runtime; it depends on the contract, the versioner and the transformers.
+
+pub mod event;
+pub mod object;
+
+pub use event::{Change, RawEvent};
+pub use object::{DecodeErrors, ObjState, ObjectLayers};

@@ -1,0 +1,286 @@
+//! GetList: where a list starts (its continue token and the revision it reads at), the
+//! loop over its pages (selection, the limit, doubling pages when selectors filter),
+//! and how it ends (the next continue token and the list's metadata); and the 410s of
+//! a list whose revision compaction took.
+//!
+//! Follows `GetList`, `resolveGetListRev` and `interpretListError` of `etcd3/store.go`
+//! in k8s.io/apiserver v0.31.1. A backend owns its page reads (the requests, where the
+//! next page starts, what a revision error is) and hands each page's key-values to
+//! [`ListPages::take_page`].
+
+use std::borrow::Cow;
+
+use apistore_storage::{
+    ApiObject, ListMeta, ListOptions, ObjectList, ResourceVersionMatch, Result,
+    SelectionPredicate, StorageError, Versioner,
+};
+use apistore_versioning::{ApiObjectVersioner, continue_token};
+use bytes::Bytes;
+
+use crate::object::{DecodeErrors, ObjectLayers};
+
+/// The largest page asked for when selectors filter most objects out.
+pub const MAX_LIMIT: i64 = 10_000;
+
+/// The message of a 410 for a list that was not continued.
+pub const LIST_EXPIRED: &str = "The resourceVersion for the provided list is too old.";
+/// The message of a 410 for a continued list when no token can go on.
+pub const CONTINUE_EXPIRED: &str = "The provided continue parameter is too old to display a consistent list result. You can start a new list without the continue parameter.";
+/// The message of a 410 for a continued list that comes with a token to go on at the
+/// latest revision.
+pub const INCONSISTENT_CONTINUE: &str = "The provided continue parameter is too old to display a consistent list result. You can start a new list without the continue parameter, or use the continue token in this response to retrieve the remainder of the results. Continuing with the provided token results in an inconsistent list - objects that were created, modified, or deleted between the time the first chunk was returned and now may show up in the list.";
+
+/// Where a list starts.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ListStart {
+    /// The key the caller's continue token names (a recursive list with a token only).
+    pub continue_key: Option<String>,
+    /// The revision every page reads at; 0 for the latest (then the first page's).
+    pub rev: i64,
+}
+
+/// Decodes the continue token of a recursive list under `key_prefix` (a bad token is a
+/// bad request) and resolves the revision the list reads at.
+pub fn list_start(key_prefix: &str, options: &ListOptions) -> Result<ListStart> {
+    let predicate = &options.predicate;
+    let mut continue_key = None;
+    let mut continue_rv = 0;
+    if options.recursive && !predicate.continue_token.is_empty() {
+        let (decoded_key, decoded_rv) =
+            continue_token::decode(&predicate.continue_token, key_prefix).map_err(|err| {
+                StorageError::bad_request(key_prefix, format!("invalid continue token: {err}"))
+            })?;
+        continue_key = Some(decoded_key);
+        continue_rv = decoded_rv;
+    }
+    let rev = resolve_rev(
+        continue_key.as_deref().unwrap_or_default(),
+        continue_rv,
+        options,
+        key_prefix,
+    )?;
+    Ok(ListStart { continue_key, rev })
+}
+
+/// The revision a list reads at: 0 for "latest". kube-apiserver's `resolveGetListRev`.
+fn resolve_rev(
+    continue_key: &str,
+    continue_rv: i64,
+    options: &ListOptions,
+    key: &str,
+) -> Result<i64> {
+    if !continue_key.is_empty() {
+        if !options.resource_version.is_empty() && options.resource_version != "0" {
+            return Err(StorageError::bad_request(
+                key,
+                "specifying resource version is not allowed when using continue",
+            ));
+        }
+        // A positive revision continues a consistent list; −1 (after compaction)
+        // continues at the latest revision.
+        return Ok(continue_rv.max(0));
+    }
+    if options.resource_version.is_empty() {
+        return Ok(0);
+    }
+    let parsed =
+        apistore_versioning::parse_resource_version(&options.resource_version).map_err(|err| {
+            StorageError::bad_request(key, format!("invalid resource version: {err}"))
+        })?;
+    let parsed = i64::try_from(parsed).unwrap_or(i64::MAX);
+    Ok(match options.resource_version_match {
+        // Checked against the answer's revision once the store has answered.
+        ResourceVersionMatch::NotOlderThan => 0,
+        ResourceVersionMatch::Exact => parsed,
+        ResourceVersionMatch::Unset => {
+            if options.recursive && options.predicate.limit > 0 && parsed > 0 {
+                parsed
+            } else {
+                0
+            }
+        }
+    })
+}
+
+/// The 410 Expired of a paged read whose revision was compacted away: a plain one for
+/// a list that continues nothing (`continue_from` is `None`), else one with a token to
+/// go on from `continue_from` at the latest revision (or without, when no token can
+/// name that key).
+pub fn compacted_list_error(key: &str, continue_from: Option<&[u8]>) -> StorageError {
+    let Some(continue_from) = continue_from else {
+        return StorageError::Expired {
+            key: key.to_owned(),
+            message: LIST_EXPIRED.to_owned(),
+            continue_token: None,
+        };
+    };
+    let (message, continue_token) = match continue_token::encode_start_key(continue_from, -1, key)
+    {
+        Ok(token) => (INCONSISTENT_CONTINUE, Some(token)),
+        Err(_) => (CONTINUE_EXPIRED, None),
+    };
+    StorageError::Expired {
+        key: key.to_owned(),
+        message: message.to_owned(),
+        continue_token,
+    }
+}
+
+/// A stored key as a backend's pages hold it: etcd's bytes or the memory store's text.
+pub trait ListKey: Default + AsRef<[u8]> {
+    /// The key as text, for errors and as the transformer's authenticated data:
+    /// borrowed when it is UTF-8 (every key a store writes), so no copy per item.
+    fn text(&self) -> Cow<'_, str>;
+}
+
+impl ListKey for Vec<u8> {
+    fn text(&self) -> Cow<'_, str> {
+        String::from_utf8_lossy(self)
+    }
+}
+
+impl ListKey for String {
+    fn text(&self) -> Cow<'_, str> {
+        Cow::Borrowed(self)
+    }
+}
+
+/// One list in progress: the items selected so far, the page size to ask for next,
+/// where the last page ended, and the counts of kube-apiserver's
+/// `apiserver_storage_list_*` metrics.
+#[derive(Debug)]
+pub struct ListPages<'p, T, K> {
+    predicate: &'p SelectionPredicate,
+    limit: i64,
+    items: Vec<T>,
+    last_key: K,
+    has_more: bool,
+    last_count: i64,
+    fetched: usize,
+    evaluated: usize,
+    returned: usize,
+}
+
+impl<'p, T, K> ListPages<'p, T, K>
+where
+    T: ApiObject + Default + 'static,
+    K: ListKey,
+{
+    /// A list selecting with `predicate` (and paged by its limit, when positive).
+    pub fn new(predicate: &'p SelectionPredicate) -> Self {
+        Self {
+            predicate,
+            limit: predicate.limit,
+            items: Vec::new(),
+            last_key: K::default(),
+            has_more: false,
+            last_count: 0,
+            fetched: 0,
+            evaluated: 0,
+            returned: 0,
+        }
+    }
+
+    fn paging(&self) -> bool {
+        self.predicate.limit > 0
+    }
+
+    /// How many keys to ask for in the next page; 0 for all of them.
+    pub fn page_limit(&self) -> i64 {
+        if self.paging() { self.limit } else { 0 }
+    }
+
+    /// The last key taken, where a next page starts after.
+    pub fn last_key(&self) -> &K {
+        &self.last_key
+    }
+
+    /// Key-values read, evaluated against the predicate, and returned so far.
+    pub fn counts(&self) -> (usize, usize, usize) {
+        (self.fetched, self.evaluated, self.returned)
+    }
+
+    /// Takes one page, in key order, of `(key, stored value, mod revision)`, `more` and
+    /// `count` as the store answered it (keys left after the page, keys in the range
+    /// from the page's start). Returns whether the list is complete; if not, the next
+    /// page is read after [`Self::last_key`], in a page twice as large (up to
+    /// [`MAX_LIMIT`]) since selectors dropped objects.
+    pub fn take_page<E, I>(
+        &mut self,
+        layers: &ObjectLayers<T, E>,
+        kvs: I,
+        more: bool,
+        count: i64,
+    ) -> Result<bool>
+    where
+        E: DecodeErrors,
+        I: ExactSizeIterator<Item = (K, Bytes, i64)>,
+    {
+        let predicate = self.predicate;
+        let paging = self.paging();
+        self.fetched += kvs.len();
+        if predicate.is_empty() {
+            self.items.reserve(kvs.len());
+        }
+        let mut has_more = more;
+        for (key, value, mod_revision) in kvs {
+            if paging && self.items.len() as i64 >= predicate.limit {
+                has_more = true;
+                break;
+            }
+            let item = layers.decode_stored(&key.text(), value, mod_revision)?;
+            if predicate.matches(&item) {
+                self.items.push(item);
+            }
+            self.evaluated += 1;
+            self.last_key = key;
+        }
+        if !has_more || !paging || self.items.len() as i64 >= predicate.limit {
+            self.has_more = has_more;
+            self.last_count = count;
+            return Ok(true);
+        }
+        if self.limit < MAX_LIMIT {
+            self.limit = (self.limit * 2).min(MAX_LIMIT);
+        }
+        Ok(false)
+    }
+
+    /// The list read at `with_rev` under `key_prefix`: its items, and the continue token
+    /// and remaining item count when more remain.
+    pub fn finish(
+        &mut self,
+        key_prefix: &str,
+        with_rev: i64,
+        versioner: &ApiObjectVersioner,
+    ) -> Result<ObjectList<T>> {
+        self.returned = self.items.len();
+        let next = continue_token::prepare(
+            &self.last_key,
+            key_prefix,
+            with_rev,
+            self.last_count,
+            self.has_more,
+            self.predicate,
+        )
+        .map_err(|err| StorageError::Internal {
+            key: key_prefix.to_owned(),
+            message: err.to_string(),
+            source: Some(Box::new(err)),
+        })?;
+        let (continue_value, remaining) = match next {
+            Some(page) => (page.continue_token, page.remaining_item_count),
+            None => (String::new(), None),
+        };
+        let mut metadata = ListMeta::default();
+        versioner
+            .update_list(
+                &mut metadata,
+                with_rev.max(0).unsigned_abs(),
+                continue_value,
+                remaining,
+            )
+            .map_err(|err| err.with_key(key_prefix.to_owned()))?;
+        Ok(ObjectList::new(std::mem::take(&mut self.items), metadata))
+    }
+}

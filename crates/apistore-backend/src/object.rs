@@ -1,0 +1,295 @@
+//! Objects to stored bytes and back, and the state a write starts from.
+//!
+//! Owns the layering both backends put between an object and the bytes under its key,
+//! as `pkg/storage/etcd3/store.go` of k8s.io/apiserver v0.31.1 does: on the way in the
+//! versioner clears resourceVersion and selfLink, the codec encodes, the value
+//! transformer transforms with the stored key as authenticated data; on the way out the
+//! reverse, and the mod revision becomes the resourceVersion. A failure is an internal
+//! error naming the key, in kube-apiserver's words (`unable to transform value`,
+//! `unable to decode value`, ...). Also the object state a delete or a guaranteed update
+//! starts from (kube-apiserver's `objState`), read from a stored value or taken from a
+//! caller's cached object, and the minimum-resourceVersion check of get and list.
+//!
+//! What a backend leaves here is only the bytes and revisions it read; the reads
+//! themselves, and whether a decode failure is counted in a metric
+//! ([`DecodeErrors`]), stay with the backend.
+
+use std::fmt;
+use std::sync::Arc;
+
+use apistore_storage::{ApiObject, Codec, ResponseMeta, Result, StorageError, Versioner};
+use apistore_value::Transformer;
+use apistore_versioning::ApiObjectVersioner;
+use bytes::Bytes;
+
+/// Where a failed decode of a read is reported: the etcd3 store counts them in
+/// `apiserver_storage_decode_errors_total`; `()` reports nowhere.
+pub trait DecodeErrors {
+    /// One value could not be decoded.
+    fn record_decode_error(&self);
+}
+
+impl DecodeErrors for () {
+    fn record_decode_error(&self) {}
+}
+
+/// The codec, the value transformer and the versioner of one store: everything between
+/// a `T` and the bytes stored under its key. Cheap to clone (shared parts).
+pub struct ObjectLayers<T, E = ()> {
+    codec: Arc<dyn Codec<T>>,
+    transformer: Arc<dyn Transformer>,
+    versioner: ApiObjectVersioner,
+    decode_errors: E,
+}
+
+impl<T, E: Clone> Clone for ObjectLayers<T, E> {
+    fn clone(&self) -> Self {
+        Self {
+            codec: Arc::clone(&self.codec),
+            transformer: Arc::clone(&self.transformer),
+            versioner: self.versioner,
+            decode_errors: self.decode_errors.clone(),
+        }
+    }
+}
+
+impl<T, E> fmt::Debug for ObjectLayers<T, E> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ObjectLayers")
+            .field("transformer", &self.transformer)
+            .finish_non_exhaustive()
+    }
+}
+
+/// What a delete or update knows about the object it works on (kube-apiserver's
+/// `objState`).
+#[derive(Debug)]
+pub struct ObjState<T> {
+    /// The object, with its resourceVersion set (the default object when absent).
+    pub obj: T,
+    /// The response metadata of the read.
+    pub meta: ResponseMeta,
+    /// The mod revision; 0 when the object does not exist.
+    pub rev: i64,
+    /// The plain (untransformed) stored bytes.
+    pub data: Bytes,
+    /// Whether the stored bytes were written with an old key and should be rewritten.
+    pub stale: bool,
+}
+
+impl<T, E> ObjectLayers<T, E> {
+    /// The layers of a store: `decode_errors` hears of every failed decode of a read.
+    pub fn new(
+        codec: Arc<dyn Codec<T>>,
+        transformer: Arc<dyn Transformer>,
+        decode_errors: E,
+    ) -> Self {
+        Self {
+            codec,
+            transformer,
+            versioner: ApiObjectVersioner,
+            decode_errors,
+        }
+    }
+
+    /// The value transformer.
+    pub fn transformer(&self) -> &Arc<dyn Transformer> {
+        &self.transformer
+    }
+
+    /// Replaces the value transformer.
+    pub fn set_transformer(&mut self, transformer: Arc<dyn Transformer>) {
+        self.transformer = transformer;
+    }
+
+    /// Replaces where failed decodes are reported.
+    pub fn set_decode_errors(&mut self, decode_errors: E) {
+        self.decode_errors = decode_errors;
+    }
+
+    /// The versioner: resourceVersion is the mod revision.
+    pub fn versioner(&self) -> &ApiObjectVersioner {
+        &self.versioner
+    }
+}
+
+impl<T, E> ObjectLayers<T, E>
+where
+    T: ApiObject + Default + 'static,
+    E: DecodeErrors,
+{
+    /// Reads stored bytes back to plain bytes and whether they are stale; a failure is
+    /// an internal error naming the key.
+    pub fn transform_from_storage(&self, key: &str, value: Bytes) -> Result<(Bytes, bool)> {
+        match self
+            .transformer
+            .transform_from_storage(value, key.as_bytes())
+        {
+            Ok(plain) => Ok((plain.data, plain.stale)),
+            Err(err) => Err(StorageError::internal(
+                key,
+                format!("unable to transform value: {err}"),
+                Box::new(err),
+            )),
+        }
+    }
+
+    /// Prepares plain bytes for storage; a failure is an internal error naming the key.
+    pub fn transform_to_storage(&self, key: &str, data: Bytes) -> Result<Bytes> {
+        self.transformer
+            .transform_to_storage(data, key.as_bytes())
+            .map_err(|err| {
+                StorageError::internal(
+                    key,
+                    format!("unable to transform value for storage: {err}"),
+                    Box::new(err),
+                )
+            })
+    }
+
+    /// Decodes plain bytes of a read and stamps the revision as resourceVersion; a
+    /// failure is reported to [`DecodeErrors`].
+    pub fn decode(&self, key: &str, data: &[u8], rev: i64) -> Result<T> {
+        self.decode_uncounted(key, data, rev)
+            .inspect_err(|_| self.decode_errors.record_decode_error())
+    }
+
+    /// [`Self::decode`] without reporting a failure, for watch events: kube-apiserver
+    /// counts decode errors of get, list and writes only.
+    pub fn decode_uncounted(&self, key: &str, data: &[u8], rev: i64) -> Result<T> {
+        let mut obj = self.codec.decode(data).map_err(|err| {
+            StorageError::internal(key, format!("unable to decode value: {err}"), Box::new(err))
+        })?;
+        self.set_revision(&mut obj, rev);
+        Ok(obj)
+    }
+
+    /// The object a stored value at mod revision `rev` holds: transformed back, then
+    /// decoded ([`Self::decode`]); whether it was stale is not asked.
+    pub fn decode_stored(&self, key: &str, value: Bytes, rev: i64) -> Result<T> {
+        let (data, _) = self.transform_from_storage(key, value)?;
+        self.decode(key, &data, rev)
+    }
+
+    /// `object` as a read of `data` (its encoding) will return it: itself when the
+    /// codec's round trip is the identity, else the decoded bytes (kube's store answers
+    /// a write with what it decodes from the bytes it wrote).
+    pub fn as_written(&self, key: &str, object: T, data: &[u8]) -> Result<T> {
+        if self.codec.round_trips() {
+            Ok(object)
+        } else {
+            self.decode(key, data, 0)
+        }
+    }
+
+    /// Encodes an object for storage (resourceVersion and selfLink cleared).
+    pub fn encode(&self, key: &str, obj: &mut T) -> Result<Bytes> {
+        self.versioner.prepare_object_for_storage(obj)?;
+        self.codec.encode(obj).map_err(|err| {
+            StorageError::internal(
+                key,
+                format!("unable to encode object: {err}"),
+                Box::new(err),
+            )
+        })
+    }
+
+    /// Stamps a revision as the object's resourceVersion.
+    pub fn set_revision(&self, obj: &mut T, rev: i64) {
+        // Setting a resourceVersion cannot fail for this versioner; a revision is never
+        // negative.
+        let _ = self.versioner.update_object(obj, rev.max(0).unsigned_abs());
+    }
+
+    /// The state of `key` from its stored value and mod revision, `None` when absent:
+    /// not found, unless `ignore_not_found` asks for the empty state.
+    pub fn state_from_value(
+        &self,
+        key: &str,
+        stored: Option<(Bytes, i64)>,
+        ignore_not_found: bool,
+    ) -> Result<ObjState<T>> {
+        let Some((value, rev)) = stored else {
+            if !ignore_not_found {
+                return Err(StorageError::not_found(key));
+            }
+            return Ok(ObjState {
+                obj: T::default(),
+                meta: ResponseMeta::default(),
+                rev: 0,
+                data: Bytes::new(),
+                stale: false,
+            });
+        };
+        let (data, stale) = self.transform_from_storage(key, value)?;
+        let obj = self.decode(key, &data, rev)?;
+        Ok(ObjState {
+            obj,
+            meta: ResponseMeta {
+                ttl: 0,
+                resource_version: rev.max(0).unsigned_abs(),
+            },
+            rev,
+            data,
+            stale,
+        })
+    }
+
+    /// The state of a caller's cached object: its resourceVersion and its encoding.
+    pub fn state_from_object(&self, key: &str, mut obj: T) -> Result<ObjState<T>> {
+        let rv = self
+            .versioner
+            .object_resource_version(&obj)
+            .map_err(|err| {
+                StorageError::internal(
+                    key,
+                    format!("couldn't get resource version: {err}"),
+                    Box::new(err),
+                )
+            })?;
+        let rev = i64::try_from(rv).map_err(|_| {
+            StorageError::bad_request(key, format!("resource version {rv} is out of range"))
+        })?;
+        let data = self.encode(key, &mut obj)?;
+        self.set_revision(&mut obj, rev);
+        Ok(ObjState {
+            obj,
+            meta: ResponseMeta {
+                ttl: 0,
+                resource_version: rv,
+            },
+            rev,
+            data,
+            stale: false,
+        })
+    }
+
+    /// Fails with too-large-resourceVersion when the caller asked for a revision the
+    /// store has not reached (`actual`, the revision of its answer).
+    pub fn validate_minimum_resource_version(
+        &self,
+        key: &str,
+        minimum: &str,
+        actual: i64,
+    ) -> Result<()> {
+        if minimum.is_empty() {
+            return Ok(());
+        }
+        let minimum_rv = self
+            .versioner
+            .parse_resource_version(minimum)
+            .map_err(|err| {
+                StorageError::bad_request(key, format!("invalid resource version: {err}"))
+            })?;
+        let actual = actual.max(0).unsigned_abs();
+        if minimum_rv > actual {
+            return Err(StorageError::ResourceVersionTooLarge {
+                key: key.to_owned(),
+                requested: minimum_rv,
+                current: actual,
+                retry_after_seconds: 0,
+            });
+        }
+        Ok(())
+    }
+}
