@@ -1,0 +1,109 @@
+//! What a cacher is told about its resource and how it should behave (the parts of
+//! kube's `cacher.Config` that are not wiring).
+
+use std::fmt;
+use std::sync::Arc;
+use std::time::Duration;
+
+use apistore_storage::ApiObject;
+
+use crate::metrics::CacherMetrics;
+use crate::watch_cache::KeyFn;
+use crate::window::{DEFAULT_LOWER_BOUND_CAPACITY, DEFAULT_UPPER_BOUND_CAPACITY};
+
+/// How often a watcher that accepts bookmarks gets one (kube's
+/// `defaultBookmarkFrequency`).
+pub const DEFAULT_BOOKMARK_FREQUENCY: Duration = Duration::from_secs(60);
+
+/// The page size of the cache's own lists of the backend (kube's
+/// `storageWatchListPageSize`).
+pub const DEFAULT_LIST_PAGE_SIZE: i64 = 10_000;
+
+/// The configuration of one [`Cacher`](crate::Cacher).
+pub struct CacherConfig<T> {
+    /// The key every object of the resource lives under, as callers spell keys
+    /// (`/pods`); the cache lists and watches it recursively.
+    pub resource_prefix: String,
+    /// The group-resource string metrics are labelled with (`pods`, `deployments.apps`).
+    pub group_resource: String,
+    /// The key of an object, as callers spell it; by default
+    /// `<resource_prefix>/<namespace>/<name>`, or `<resource_prefix>/<name>` without
+    /// a namespace (kube's `NamespaceKeyFunc`).
+    pub key_fn: KeyFn<T>,
+    /// The smallest window of events.
+    pub lower_bound_capacity: usize,
+    /// The largest window of events.
+    pub upper_bound_capacity: usize,
+    /// How often watchers that accept bookmarks get one.
+    pub bookmark_frequency: Duration,
+    /// Serve consistent reads (resourceVersion "") from the cache by asking the
+    /// backend for progress and waiting for the cache to reach its current revision
+    /// (kube's `ConsistentListFromCache`). Turn on only for a backend that answers
+    /// progress requests correctly (etcd 3.4.31+ or 3.5.13+, see the etcd3 store's
+    /// `supports_request_watch_progress`; the in-memory store does); off, consistent
+    /// reads go to the backend.
+    pub consistent_reads_from_cache: bool,
+    /// kube's `WatchList` feature gate: honour `sendInitialEvents` (off, as in
+    /// v0.31.1; off, the option is ignored).
+    pub watch_list: bool,
+    /// The page size of the cache's lists of the backend.
+    pub list_page_size: i64,
+    /// Where to record metrics; `None` records into unregistered ones.
+    pub metrics: Option<CacherMetrics>,
+}
+
+impl<T: ApiObject> CacherConfig<T> {
+    /// A configuration for the resource under `resource_prefix` with kube's defaults.
+    pub fn new(resource_prefix: impl Into<String>, group_resource: impl Into<String>) -> Self {
+        let resource_prefix = resource_prefix.into();
+        Self {
+            key_fn: namespace_key_fn(&resource_prefix),
+            resource_prefix,
+            group_resource: group_resource.into(),
+            lower_bound_capacity: DEFAULT_LOWER_BOUND_CAPACITY,
+            upper_bound_capacity: DEFAULT_UPPER_BOUND_CAPACITY,
+            bookmark_frequency: DEFAULT_BOOKMARK_FREQUENCY,
+            consistent_reads_from_cache: false,
+            watch_list: false,
+            list_page_size: DEFAULT_LIST_PAGE_SIZE,
+            metrics: None,
+        }
+    }
+
+    /// Replaces the key function (builder style).
+    pub fn with_key_fn(mut self, key_fn: impl Fn(&T) -> String + Send + Sync + 'static) -> Self {
+        self.key_fn = Arc::new(key_fn);
+        self
+    }
+}
+
+/// kube's `NamespaceKeyFunc`: `<prefix>/<namespace>/<name>`, or `<prefix>/<name>` for
+/// an object without a namespace.
+pub fn namespace_key_fn<T: ApiObject>(prefix: &str) -> KeyFn<T> {
+    let prefix = prefix.trim_end_matches('/').to_owned();
+    Arc::new(move |object: &T| {
+        if object.namespace().is_empty() {
+            format!("{prefix}/{}", object.name())
+        } else {
+            format!("{prefix}/{}/{}", object.namespace(), object.name())
+        }
+    })
+}
+
+impl<T> fmt::Debug for CacherConfig<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("CacherConfig")
+            .field("resource_prefix", &self.resource_prefix)
+            .field("group_resource", &self.group_resource)
+            .field("lower_bound_capacity", &self.lower_bound_capacity)
+            .field("upper_bound_capacity", &self.upper_bound_capacity)
+            .field("bookmark_frequency", &self.bookmark_frequency)
+            .field(
+                "consistent_reads_from_cache",
+                &self.consistent_reads_from_cache,
+            )
+            .field("watch_list", &self.watch_list)
+            .field("list_page_size", &self.list_page_size)
+            .finish_non_exhaustive()
+    }
+}

@@ -1,0 +1,266 @@
+//! The watchers of one cacher and how events reach them (kube's `dispatchEvent`,
+//! `cacheWatcher.add`, `timeBudget` and the bookmark time buckets of `cacher.go`).
+//!
+//! Every event goes to every watcher whose key it falls under, without waiting, into
+//! the watcher's own buffer. Watchers whose buffer is full get the rest of a shared
+//! time budget (at most 100 ms, refilled at 50 ms per second) to make room; those that
+//! still have none are terminated: their stream ends and they re-watch, while the
+//! others are never held up by more than the budget.
+//!
+//! Bookmarks go, once a second, to the watchers that asked for them and are due: a
+//! minute after the previous one, or at once for a watch-list watcher still waiting
+//! for its initial-events-end bookmark.
+
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicU8, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak};
+use std::time::Duration;
+
+use tokio::sync::mpsc;
+use tokio::time::Instant;
+
+use crate::event::{CacheEvent, has_path_prefix};
+use crate::metrics::ResourceMetrics;
+
+/// What a watcher's buffer carries.
+#[derive(Debug)]
+pub(crate) enum Dispatched<T> {
+    Event(Arc<CacheEvent<T>>),
+    Bookmark(u64),
+}
+
+/// The initial-events-end bookmark of a watch-list watcher: still waited for, handed
+/// to its buffer, or sent (kube's `cacheWatcherWaitingForBookmark`, `...Received`,
+/// `...Sent`). A watcher that asked for none starts as sent.
+pub(crate) const BOOKMARK_WAITING: u8 = 0;
+pub(crate) const BOOKMARK_RECEIVED: u8 = 1;
+pub(crate) const BOOKMARK_SENT: u8 = 2;
+
+const MAX_BUDGET: Duration = Duration::from_millis(100);
+const REFRESH_PER_SECOND: Duration = Duration::from_millis(50);
+
+/// kube's `timeBudget`: how long blocked watchers may hold up dispatching, shared
+/// across events and refilled with time.
+#[derive(Debug)]
+struct TimeBudget {
+    available: Duration,
+    last: Instant,
+}
+
+impl TimeBudget {
+    fn take_available(&mut self) -> Duration {
+        let now = Instant::now();
+        let refill =
+            REFRESH_PER_SECOND.mul_f64(now.saturating_duration_since(self.last).as_secs_f64());
+        self.available = (self.available + refill).min(MAX_BUDGET);
+        self.last = now;
+        std::mem::take(&mut self.available)
+    }
+
+    fn return_unused(&mut self, unused: Duration) {
+        self.available = (self.available + unused).min(MAX_BUDGET);
+    }
+}
+
+struct Entry<T> {
+    sender: mpsc::Sender<Dispatched<T>>,
+    key: Arc<str>,
+    allow_bookmarks: bool,
+    bookmark_after_resource_version: u64,
+    bookmark_state: Arc<AtomicU8>,
+    next_bookmark: Instant,
+}
+
+struct Registry<T> {
+    next_id: u64,
+    watchers: BTreeMap<u64, Entry<T>>,
+}
+
+/// A new watcher, as the cacher hands it over.
+pub(crate) struct NewWatcher<T> {
+    pub(crate) sender: mpsc::Sender<Dispatched<T>>,
+    pub(crate) key: Arc<str>,
+    pub(crate) allow_bookmarks: bool,
+    pub(crate) bookmark_after_resource_version: u64,
+    pub(crate) bookmark_state: Arc<AtomicU8>,
+}
+
+/// The watchers of one cacher.
+pub(crate) struct Dispatcher<T> {
+    registry: Mutex<Registry<T>>,
+    budget: Mutex<TimeBudget>,
+    bookmark_frequency: Duration,
+    metrics: ResourceMetrics,
+}
+
+/// Removes its watcher when the watch stream is dropped.
+pub(crate) struct WatcherGuard<T> {
+    id: u64,
+    dispatcher: Weak<Dispatcher<T>>,
+}
+
+impl<T> Drop for WatcherGuard<T> {
+    fn drop(&mut self) {
+        if let Some(dispatcher) = self.dispatcher.upgrade() {
+            dispatcher.lock().watchers.remove(&self.id);
+        }
+    }
+}
+
+impl<T> Dispatcher<T> {
+    pub(crate) fn new(bookmark_frequency: Duration, metrics: ResourceMetrics) -> Self {
+        Self {
+            registry: Mutex::new(Registry {
+                next_id: 0,
+                watchers: BTreeMap::new(),
+            }),
+            budget: Mutex::new(TimeBudget {
+                available: MAX_BUDGET,
+                last: Instant::now(),
+            }),
+            bookmark_frequency,
+            metrics,
+        }
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Registry<T>> {
+        self.registry.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// How many watchers are registered.
+    pub(crate) fn len(&self) -> usize {
+        self.lock().watchers.len()
+    }
+
+    /// Registers a watcher; dropping the guard unregisters it.
+    pub(crate) fn add(self: &Arc<Self>, watcher: NewWatcher<T>) -> WatcherGuard<T> {
+        let now = Instant::now();
+        let waiting = watcher.bookmark_state.load(Ordering::Acquire) == BOOKMARK_WAITING;
+        let next_bookmark = if waiting {
+            now
+        } else {
+            now + self.bookmark_frequency
+        };
+        let mut registry = self.lock();
+        let id = registry.next_id;
+        registry.next_id += 1;
+        registry.watchers.insert(
+            id,
+            Entry {
+                sender: watcher.sender,
+                key: watcher.key,
+                allow_bookmarks: watcher.allow_bookmarks,
+                bookmark_after_resource_version: watcher.bookmark_after_resource_version,
+                bookmark_state: watcher.bookmark_state,
+                next_bookmark,
+            },
+        );
+        WatcherGuard {
+            id,
+            dispatcher: Arc::downgrade(self),
+        }
+    }
+
+    /// Ends every watch (after the underlying watch broke: the cache re-lists, and
+    /// its watchers must start again).
+    pub(crate) fn terminate_all(&self) {
+        self.lock().watchers.clear();
+    }
+
+    /// Sends `event` to every watcher under its key; see the module docs for what
+    /// happens to watchers that cannot take it.
+    pub(crate) async fn dispatch(&self, event: &Arc<CacheEvent<T>>) {
+        let mut blocked = Vec::new();
+        {
+            let mut registry = self.lock();
+            let mut closed = Vec::new();
+            for (id, watcher) in &registry.watchers {
+                if !has_path_prefix(&event.key, &watcher.key) {
+                    continue;
+                }
+                match watcher
+                    .sender
+                    .try_send(Dispatched::Event(Arc::clone(event)))
+                {
+                    Ok(()) => {}
+                    Err(mpsc::error::TrySendError::Full(_)) => {
+                        blocked.push((*id, watcher.sender.clone()));
+                    }
+                    Err(mpsc::error::TrySendError::Closed(_)) => closed.push(*id),
+                }
+            }
+            for id in closed {
+                registry.watchers.remove(&id);
+            }
+        }
+        self.metrics.events_dispatched.inc();
+        if blocked.is_empty() {
+            return;
+        }
+        let budget = self
+            .budget
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take_available();
+        let start = Instant::now();
+        let deadline = start + budget;
+        let mut terminated = Vec::new();
+        for (id, sender) in blocked {
+            let sent = tokio::time::timeout_at(
+                deadline,
+                sender.send(Dispatched::Event(Arc::clone(event))),
+            )
+            .await;
+            if !matches!(sent, Ok(Ok(()))) {
+                terminated.push(id);
+            }
+        }
+        let unused = budget.saturating_sub(start.elapsed());
+        self.budget
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .return_unused(unused);
+        if !terminated.is_empty() {
+            let mut registry = self.lock();
+            for id in terminated {
+                if registry.watchers.remove(&id).is_some() {
+                    self.metrics.terminated_watchers.inc();
+                    tracing::debug!(watcher = id, "terminating a watcher that does not keep up");
+                }
+            }
+        }
+    }
+
+    /// Sends a bookmark at `resource_version` to the watchers that are due one.
+    pub(crate) fn bookmark(&self, resource_version: u64) {
+        if resource_version == 0 {
+            return;
+        }
+        let now = Instant::now();
+        let mut registry = self.lock();
+        for watcher in registry.watchers.values_mut() {
+            if !watcher.allow_bookmarks || watcher.next_bookmark > now {
+                continue;
+            }
+            if resource_version >= watcher.bookmark_after_resource_version
+                && watcher
+                    .sender
+                    .try_send(Dispatched::Bookmark(resource_version))
+                    .is_ok()
+            {
+                let _ = watcher.bookmark_state.compare_exchange(
+                    BOOKMARK_WAITING,
+                    BOOKMARK_RECEIVED,
+                    Ordering::AcqRel,
+                    Ordering::Acquire,
+                );
+            }
+            watcher.next_bookmark =
+                if watcher.bookmark_state.load(Ordering::Acquire) == BOOKMARK_WAITING {
+                    now
+                } else {
+                    now + self.bookmark_frequency
+                };
+        }
+    }
+}

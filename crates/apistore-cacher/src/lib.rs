@@ -1,0 +1,70 @@
+//! kube-apiserver's watch cache for apistore: a [`Storage`](apistore_storage::Storage)
+//! decorator that serves get, list and watch from memory over any backend (the etcd3
+//! store, the in-memory store), after k8s.io/apiserver v0.31.1 `pkg/storage/cacher`.
+//!
+//! A [`Cacher`] keeps one list-then-watch of its resource in the backend
+//! (`reflector.rs`), the current objects in key order and a window of recent events
+//! whose capacity grows and shrinks as kube's does (`watch_cache.rs`, `window.rs`),
+//! and serves:
+//!
+//! - **get and list** with kube's rules (`reads.rs`): resourceVersion "0" and
+//!   NotOlderThan from the cache, after waiting (up to 3 s, then "Too large resource
+//!   version") for the cache to reach the revision; Exact rebuilt from the window when
+//!   it reaches back that far; consistent reads from the backend, or from the cache
+//!   after a progress request when [`CacherConfig::consistent_reads_from_cache`] says
+//!   the backend answers them; first pages cut from the cache with continue tokens the
+//!   etcd3 store accepts; continuations from the backend;
+//! - **watches** (`watch.rs`, `watcher.rs`, `dispatcher.rs`): every watcher from the
+//!   cache, with initial events for resourceVersion "0" or unset, `sendInitialEvents`
+//!   and the initial-events-end bookmark (with [`CacherConfig::watch_list`]), 410 Gone
+//!   before the window, selector transitions (ADDED when an object starts to match,
+//!   DELETED when it stops), periodic bookmarks, and a buffer per watcher: a watcher
+//!   that does not keep up is terminated instead of slowing the others;
+//! - **writes** straight to the backend, with the cached object as the suggestion of
+//!   the current state.
+//!
+//! Readiness follows `ready.go` (`ready.rs`): until the first list lands, and while it
+//! re-lists after losing its watch, gets and paged lists go to the backend and other
+//! lists and watches are refused with 429. Metrics use kube's names (`metrics.rs`).
+//!
+//! What it leaves to others: keys and bytes (the backend's), the objects' encoding,
+//! and which resources are cached (the application's, or the facade's builder).
+//!
+//! ```no_run
+//! use apistore_cacher::{Cacher, CacherConfig};
+//! use apistore_memory::{KvConfig, MemoryKv, MemoryStore, MemoryStoreConfig};
+//! use apistore_storage::{DynamicObject, ListOptions, ResourceVersionMatch, Storage};
+//!
+//! # async fn run() -> apistore_storage::Result<()> {
+//! let backend: MemoryStore<DynamicObject> =
+//!     MemoryStore::new(MemoryKv::new(KvConfig::default()), MemoryStoreConfig::for_resource("configmaps"));
+//! let cached = Cacher::new(backend, CacherConfig::new("/configmaps", "configmaps"));
+//! cached.wait_until_ready().await?;
+//! let from_memory = cached
+//!     .list("/configmaps", &ListOptions::prefix().at("0", ResourceVersionMatch::NotOlderThan))
+//!     .await?;
+//! # let _ = from_memory; Ok(()) }
+//! ```
+
+mod cacher;
+mod config;
+mod dispatcher;
+mod event;
+mod metrics;
+mod reads;
+mod ready;
+mod reflector;
+mod watch;
+mod watch_cache;
+mod watcher;
+mod window;
+
+pub use cacher::Cacher;
+pub use config::{
+    CacherConfig, DEFAULT_BOOKMARK_FREQUENCY, DEFAULT_LIST_PAGE_SIZE, namespace_key_fn,
+};
+pub use metrics::CacherMetrics;
+pub use watch_cache::{BLOCK_TIMEOUT, KeyFn};
+pub use window::{
+    DEFAULT_LOWER_BOUND_CAPACITY, DEFAULT_UPPER_BOUND_CAPACITY, EVENT_FRESH_DURATION,
+};

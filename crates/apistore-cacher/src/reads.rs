@@ -1,0 +1,248 @@
+//! Get and list with kube's rules for what the cache serves (kube's `Cacher.Get`,
+//! `Cacher.GetList`, `shouldDelegateList`, `computeListLimit`):
+//!
+//! - a get without resourceVersion reads the backend (for backward compatibility, as
+//!   kube does); with one, it waits for the cache to reach it and reads the cache;
+//! - a list with a continue token reads the backend, which accepts the tokens the
+//!   cache hands out (they are the etcd3 store's own);
+//! - a consistent list (resourceVersion "") reads the backend, unless the cacher may
+//!   ask it for progress: then it learns the backend's current revision, asks for a
+//!   progress bookmark, waits for the cache to reach that revision and reads the cache
+//!   (falling back to the backend if the cache does not get there in time);
+//! - resourceVersion "0" and NotOlderThan wait for the cache and read it; "0" ignores
+//!   the limit, as kube does;
+//! - Exact (and kube's legacy exact: a limit with a non-zero resourceVersion and no
+//!   match) is rebuilt from the window when the window reaches back to that revision,
+//!   and read from the backend otherwise (kube v0.31.1 always sends it to etcd);
+//! - while the cache initializes, a get reads the backend, a paged list without
+//!   selectors too, and other lists are refused with 429 (kube's
+//!   `ResilientWatchCacheInitialization`).
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use apistore_storage::{
+    GetOptions, ListMeta, ListOptions, ObjectList, ResourceVersionMatch, Result, Storage,
+    StorageError,
+};
+use apistore_versioning::continue_token;
+use tokio::time::Instant;
+
+use crate::cacher::{Shared, initializing};
+use crate::event::canonical_key;
+use crate::watch_cache::{BLOCK_TIMEOUT, Items};
+
+/// How often a consistent read that waits for the cache asks the backend for
+/// progress again (kube's `progressRequestsInterval` of its progress requester).
+const PROGRESS_REQUEST_INTERVAL: Duration = Duration::from_millis(100);
+
+impl<S: Storage> Shared<S> {
+    pub(crate) async fn get(&self, key: &str, options: &GetOptions) -> Result<S::Object> {
+        let canonical = canonical_key(key);
+        let parsed = self
+            .storage
+            .versioner()
+            .parse_resource_version(&options.resource_version);
+        let (Some(canonical), Ok(resource_version), false, true) = (
+            canonical,
+            parsed,
+            options.resource_version.is_empty(),
+            self.ready.check(),
+        ) else {
+            return self.storage.get(key, options).await;
+        };
+        self.cache.wait_until_fresh(resource_version, key).await?;
+        match self.cache.get(&canonical) {
+            (Some(object), _) => Ok((*object).clone()),
+            (None, _) if options.ignore_not_found => Ok(S::Object::default()),
+            (None, read_rv) => Err(StorageError::NotFound {
+                key: key.to_owned(),
+                resource_version: read_rv,
+            }),
+        }
+    }
+
+    pub(crate) async fn list(
+        &self,
+        key: &str,
+        options: &ListOptions,
+    ) -> Result<ObjectList<S::Object>> {
+        let rv = options.resource_version.as_str();
+        let predicate = &options.predicate;
+        let consistent = rv.is_empty();
+        let parsed = self.storage.versioner().parse_resource_version(rv);
+        let canonical = canonical_key(key);
+        let (Some(canonical), Ok(resource_version)) = (canonical, parsed) else {
+            return self.storage.list(key, options).await;
+        };
+        if (consistent && !self.settings.consistent_reads_from_cache)
+            || !predicate.continue_token.is_empty()
+        {
+            return self.storage.list(key, options).await;
+        }
+        let legacy_exact = predicate.limit > 0
+            && options.resource_version_match == ResourceVersionMatch::Unset
+            && !rv.is_empty()
+            && rv != "0";
+        let exact = options.resource_version_match == ResourceVersionMatch::Exact || legacy_exact;
+        if !self.ready.check() {
+            if exact || (predicate.is_empty() && predicate.limit > 0) {
+                return self.storage.list(key, options).await;
+            }
+            return Err(initializing(key));
+        }
+        let key_for_cache = canonical.as_ref();
+        let prefix = list_prefix(key_for_cache, options.recursive);
+        if exact {
+            if resource_version == 0 {
+                return self.storage.list(key, options).await;
+            }
+            return match self
+                .cache
+                .list_at(&prefix, options.recursive, resource_version)
+            {
+                Some(items) => self.page(key_for_cache, options, items, resource_version),
+                None => self.storage.list(key, options).await,
+            };
+        }
+        let (items, read_rv) = if consistent {
+            let current = self.current_revision().await?;
+            if let Err(err) = self.wait_with_progress_requests(current, key).await {
+                if err.is_too_large_resource_version() {
+                    return self.storage.list(key, options).await;
+                }
+                return Err(err);
+            }
+            self.items(key_for_cache, &prefix, options.recursive)
+        } else {
+            self.cache.wait_until_fresh(resource_version, key).await?;
+            self.items(key_for_cache, &prefix, options.recursive)
+        };
+        self.page(key_for_cache, options, items, read_rv)
+    }
+
+    fn items(&self, key: &str, prefix: &str, recursive: bool) -> (Items<S::Object>, u64) {
+        if recursive {
+            return self.cache.list(prefix);
+        }
+        let (object, read_rv) = self.cache.get(key);
+        let items = object
+            .map(|object| vec![(Arc::from(key), object)])
+            .unwrap_or_default();
+        (items, read_rv)
+    }
+
+    /// One page of `items` (all under the list's key, in key order) as kube's
+    /// `GetList` cuts it from the cache.
+    fn page(
+        &self,
+        key: &str,
+        options: &ListOptions,
+        items: Items<S::Object>,
+        read_rv: u64,
+    ) -> Result<ObjectList<S::Object>> {
+        let predicate = &options.predicate;
+        let limit = if predicate.limit <= 0 || options.resource_version == "0" {
+            0
+        } else {
+            usize::try_from(predicate.limit).unwrap_or(usize::MAX)
+        };
+        let mut selected = Vec::new();
+        let mut last_key: Option<&Arc<str>> = None;
+        let mut has_more = false;
+        for (index, (item_key, object)) in items.iter().enumerate() {
+            if predicate.matches(&**object) {
+                selected.push((**object).clone());
+                last_key = Some(item_key);
+            }
+            if limit > 0 && selected.len() >= limit {
+                has_more = index + 1 < items.len();
+                break;
+            }
+        }
+        let mut metadata = ListMeta::default();
+        let (token, remaining) = match last_key {
+            Some(last_key) if has_more => {
+                let key_prefix = list_prefix(key, true);
+                let rv = i64::try_from(read_rv).unwrap_or(i64::MAX);
+                let items_count = i64::try_from(items.len()).unwrap_or(i64::MAX);
+                match continue_token::prepare(
+                    last_key.as_bytes(),
+                    &key_prefix,
+                    rv,
+                    items_count,
+                    true,
+                    predicate,
+                ) {
+                    Ok(Some(next)) => (next.continue_token, next.remaining_item_count),
+                    Ok(None) => (String::new(), None),
+                    Err(err) => {
+                        return Err(StorageError::Internal {
+                            key: key.to_owned(),
+                            message: format!("preparing the continue token: {err}"),
+                            source: Some(Box::new(err)),
+                        });
+                    }
+                }
+            }
+            _ => (String::new(), None),
+        };
+        self.storage
+            .versioner()
+            .update_list(&mut metadata, read_rv, token, remaining)?;
+        self.metrics.record_list(items.len(), selected.len());
+        Ok(ObjectList::new(selected, metadata))
+    }
+
+    /// The backend's current revision, from a one-item list (kube's
+    /// `GetCurrentResourceVersionFromStorage`).
+    pub(crate) async fn current_revision(&self) -> Result<u64> {
+        let options = ListOptions::prefix().limit(1);
+        let page = self
+            .storage
+            .list(&self.settings.resource_prefix, &options)
+            .await?;
+        self.storage
+            .versioner()
+            .parse_resource_version(&page.metadata.resource_version)
+    }
+
+    /// Waits for the cache to reach `resource_version`, asking the backend for
+    /// progress meanwhile (kube's conditional progress requester): without changes
+    /// to the resource, only a progress bookmark moves the cache forward.
+    pub(crate) async fn wait_with_progress_requests(
+        &self,
+        resource_version: u64,
+        key: &str,
+    ) -> Result<()> {
+        let deadline = Instant::now() + BLOCK_TIMEOUT;
+        loop {
+            if !self.cache.not_fresh(resource_version) {
+                return Ok(());
+            }
+            if let Err(err) = self.storage.request_watch_progress().await {
+                tracing::debug!(error = %err, "progress request failed");
+            }
+            let left = deadline.saturating_duration_since(Instant::now());
+            let result = self
+                .cache
+                .wait_until_fresh_for(resource_version, key, left.min(PROGRESS_REQUEST_INTERVAL))
+                .await;
+            match result {
+                Ok(()) => return Ok(()),
+                Err(err) if Instant::now() >= deadline => return Err(err),
+                Err(_) => {}
+            }
+        }
+    }
+}
+
+/// The key prefix a list reads: the key itself, with a trailing `/` when recursive (so
+/// `/pods/a` does not list `/pods/ab`).
+pub(crate) fn list_prefix(key: &str, recursive: bool) -> String {
+    if recursive && !key.ends_with('/') {
+        format!("{key}/")
+    } else {
+        key.to_owned()
+    }
+}

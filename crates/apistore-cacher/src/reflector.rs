@@ -1,0 +1,150 @@
+//! The cache's one list-then-watch of the backend (kube's reflector as the cacher
+//! runs it in `startCaching`): list the resource in pages, replace the cache, watch
+//! from the list's revision with progress bookmarks, apply and dispatch every event.
+//!
+//! A watch stream that ends is re-opened from the last revision seen. An error event
+//! (410 when the revision was compacted away) or a failed list or watch ends the round:
+//! the cache turns pending, its watchers are terminated, and after a pause (short after
+//! a round whose list worked, doubling up to 30 s while lists keep failing) it lists
+//! again. The same loop sends the due bookmarks once a second.
+
+use std::future::poll_fn;
+use std::sync::Arc;
+use std::time::Duration;
+
+use apistore_storage::{ListOptions, SelectionPredicate, Storage, StorageError, WatchEvent};
+use tokio::time::{Instant, MissedTickBehavior};
+
+use crate::cacher::Shared;
+use crate::event::EventKind;
+
+const FIRST_RETRY: Duration = Duration::from_millis(100);
+const MAX_RETRY: Duration = Duration::from_secs(30);
+const BOOKMARK_TICK: Duration = Duration::from_secs(1);
+
+/// Runs until the task is aborted (when the cacher is dropped).
+pub(crate) async fn run<S: Storage + 'static>(shared: Arc<Shared<S>>) {
+    let mut failed_lists = 0u32;
+    loop {
+        shared.dispatcher.terminate_all();
+        let mut listed = false;
+        let result = list_and_watch(&shared, &mut listed).await;
+        shared.ready.set(false);
+        shared.dispatcher.terminate_all();
+        if let Err(err) = result {
+            tracing::warn!(
+                resource = %shared.settings.group_resource,
+                error = %err,
+                "watch cache lost its watch of the backend; listing again"
+            );
+        }
+        failed_lists = if listed {
+            0
+        } else {
+            failed_lists.saturating_add(1)
+        };
+        let pause = FIRST_RETRY
+            .saturating_mul(2u32.saturating_pow(failed_lists))
+            .min(MAX_RETRY);
+        tokio::time::sleep(pause).await;
+    }
+}
+
+async fn list_and_watch<S: Storage>(
+    shared: &Shared<S>,
+    listed: &mut bool,
+) -> Result<(), StorageError> {
+    let prefix = shared.settings.resource_prefix.as_str();
+    let (objects, list_rv) = list_all(shared).await?;
+    shared.cache.replace(objects, list_rv);
+    *listed = true;
+    shared.ready.set(true);
+    shared.metrics.initializations.inc();
+    shared.metrics.record_resource_version(list_rv);
+    shared.metrics.capacity.set(shared.cache.capacity() as i64);
+    tracing::debug!(resource = %shared.settings.group_resource, revision = list_rv, "watch cache initialized");
+
+    let mut ticker = tokio::time::interval(BOOKMARK_TICK);
+    ticker.set_missed_tick_behavior(MissedTickBehavior::Skip);
+    loop {
+        let options = ListOptions {
+            resource_version: shared.cache.resource_version().to_string(),
+            recursive: true,
+            progress_notify: true,
+            predicate: SelectionPredicate {
+                allow_watch_bookmarks: true,
+                ..SelectionPredicate::default()
+            },
+            ..ListOptions::default()
+        };
+        let mut stream = shared.storage.watch(prefix, &options).await?;
+        loop {
+            let event = tokio::select! {
+                event = poll_fn(|cx| stream.as_mut().poll_next(cx)) => event,
+                _ = ticker.tick() => {
+                    shared.dispatcher.bookmark(shared.cache.resource_version());
+                    continue;
+                }
+            };
+            let (kind, object) = match event {
+                None => break,
+                Some(WatchEvent::Added(object)) => (EventKind::Added, object),
+                Some(WatchEvent::Modified(object)) => (EventKind::Modified, object),
+                Some(WatchEvent::Deleted(object)) => (EventKind::Deleted, object),
+                Some(WatchEvent::Bookmark(object)) => {
+                    match shared.storage.versioner().object_resource_version(&object) {
+                        Ok(rv) => {
+                            shared.cache.update_resource_version(rv);
+                            shared.metrics.record_resource_version(rv);
+                        }
+                        Err(err) => {
+                            tracing::warn!(error = %err, "bookmark without a usable resourceVersion")
+                        }
+                    }
+                    continue;
+                }
+                Some(WatchEvent::Error(status)) => {
+                    return Err(StorageError::Api {
+                        key: prefix.to_owned(),
+                        status: Box::new(status),
+                    });
+                }
+            };
+            shared.metrics.events_received.inc();
+            match shared.cache.process(kind, object, Instant::now()) {
+                Ok(processed) => {
+                    if let Some((old, new)) = processed.window.resized {
+                        shared.metrics.record_capacity_change(old, new);
+                    }
+                    shared
+                        .metrics
+                        .record_resource_version(processed.event.resource_version);
+                    shared.dispatcher.dispatch(&processed.event).await;
+                }
+                Err(err) => {
+                    tracing::warn!(error = %err, "watch event without a usable resourceVersion")
+                }
+            }
+        }
+    }
+}
+
+/// Every object of the resource, in pages read at one revision, and that revision.
+async fn list_all<S: Storage>(shared: &Shared<S>) -> Result<(Vec<S::Object>, u64), StorageError> {
+    let prefix = shared.settings.resource_prefix.as_str();
+    let mut options = ListOptions::prefix().limit(shared.settings.list_page_size);
+    let page = shared.storage.list(prefix, &options).await?;
+    let revision = shared
+        .storage
+        .versioner()
+        .parse_resource_version(&page.metadata.resource_version)?;
+    let mut objects = page.items;
+    let mut token = page.metadata.continue_token;
+    while !token.is_empty() {
+        options.predicate.continue_token = token;
+        let page = shared.storage.list(prefix, &options).await?;
+        objects.extend(page.items);
+        token = page.metadata.continue_token;
+    }
+    Ok((objects, revision))
+}

@@ -1,0 +1,405 @@
+//! The watch cache proper (kube's `watch_cache.go`): the current objects by key, the
+//! window of recent events, and the revision both reflect, behind one lock.
+//!
+//! The reflector feeds it (`replace` after a list, `process` per watch event,
+//! `update_resource_version` per progress bookmark); reads and new watchers take
+//! consistent views of it. Waiting for a revision does not hold the lock: the revision
+//! is also published on a `watch` channel, and a reader waits there (at most
+//! [`BLOCK_TIMEOUT`], kube's `blockTimeout`) before it locks.
+
+use std::collections::BTreeMap;
+use std::ops::Bound;
+use std::sync::{Arc, PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard};
+use std::time::Duration;
+
+use apistore_storage::{ApiObject, StorageError};
+use apistore_versioning::parse_resource_version;
+use tokio::sync::watch;
+use tokio::time::Instant;
+
+use crate::event::{CacheEvent, EventKind, has_path_prefix};
+use crate::window::{EVENT_FRESH_DURATION, EventWindow, PushOutcome};
+
+/// How long a read waits for the cache to reach its resourceVersion before it fails
+/// with "Too large resource version" (kube's `blockTimeout`).
+pub const BLOCK_TIMEOUT: Duration = Duration::from_secs(3);
+
+/// The retry-after a too-large-resourceVersion answer suggests (kube's
+/// `resourceVersionTooHighRetrySeconds`).
+pub(crate) const RESOURCE_VERSION_TOO_HIGH_RETRY_SECONDS: u32 = 1;
+
+/// How the cache keys an object (kube's `KeyFunc`); it must give the keys callers use.
+pub type KeyFn<T> = Arc<dyn Fn(&T) -> String + Send + Sync>;
+
+/// The current objects, keyed by the key function, in key order (so a namespace or a
+/// resource is a range of keys).
+pub(crate) type Objects<T> = BTreeMap<Arc<str>, Arc<T>>;
+
+/// Objects with their keys, in key order: what a list reads from the cache.
+pub(crate) type Items<T> = Vec<(Arc<str>, Arc<T>)>;
+
+/// Everything behind the cache's lock.
+#[derive(Debug)]
+pub(crate) struct CacheState<T> {
+    pub(crate) store: Objects<T>,
+    pub(crate) window: EventWindow<T>,
+    /// The revision the cache reflects.
+    pub(crate) resource_version: u64,
+    /// The revision of the last list, 0 before the first.
+    pub(crate) list_resource_version: u64,
+    /// Whether events fell out of the window since that list.
+    pub(crate) removed_event_since_relist: bool,
+}
+
+impl<T> CacheState<T> {
+    /// The oldest revision whose changes the window still holds (kube's `oldest` in
+    /// `getAllEventsSinceLocked`); a watch may start at this minus one.
+    pub(crate) fn oldest_watchable(&self) -> Option<u64> {
+        if self.list_resource_version > 0 && !self.removed_event_since_relist {
+            return Some(self.list_resource_version + 1);
+        }
+        self.window.oldest().map(|event| event.resource_version)
+    }
+
+    /// The objects under `prefix` (as a path prefix), in key order.
+    pub(crate) fn range<'a>(
+        &'a self,
+        prefix: &'a str,
+    ) -> impl Iterator<Item = (&'a Arc<str>, &'a Arc<T>)> + 'a {
+        let start: Bound<&str> = Bound::Included(prefix);
+        self.store
+            .range::<str, _>((start, Bound::Unbounded))
+            .take_while(move |(key, _)| key.starts_with(prefix))
+            .filter(move |(key, _)| has_path_prefix(key, prefix))
+    }
+}
+
+/// Why the window cannot serve a watch.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum IntervalError {
+    /// The revision is older than the window (410).
+    TooOld { requested: u64, oldest: u64 },
+    /// Nothing was ever listed or seen.
+    Uninitialized,
+}
+
+impl IntervalError {
+    pub(crate) fn into_storage_error(self, key: &str) -> StorageError {
+        match self {
+            Self::TooOld { requested, oldest } => StorageError::Expired {
+                key: key.to_owned(),
+                message: format!("too old resource version: {requested} ({oldest})"),
+                continue_token: None,
+            },
+            Self::Uninitialized => StorageError::Internal {
+                key: key.to_owned(),
+                message: "watch cache isn't correctly initialized".to_owned(),
+                source: None,
+            },
+        }
+    }
+}
+
+/// What a change did, for the caller's metrics and dispatch.
+#[derive(Debug)]
+pub(crate) struct Processed<T> {
+    pub(crate) event: Arc<CacheEvent<T>>,
+    pub(crate) window: PushOutcome,
+}
+
+/// The store, the window and the revision.
+pub(crate) struct WatchCache<T> {
+    state: RwLock<CacheState<T>>,
+    revision: watch::Sender<u64>,
+    key_fn: KeyFn<T>,
+}
+
+impl<T: ApiObject> WatchCache<T> {
+    pub(crate) fn new(key_fn: KeyFn<T>, lower_bound: usize, upper_bound: usize) -> Self {
+        Self {
+            state: RwLock::new(CacheState {
+                store: BTreeMap::new(),
+                window: EventWindow::new(lower_bound, upper_bound),
+                resource_version: 0,
+                list_resource_version: 0,
+                removed_event_since_relist: false,
+            }),
+            revision: watch::Sender::new(0),
+            key_fn,
+        }
+    }
+
+    /// The state, for reading. A panic elsewhere while the lock was held cannot leave
+    /// the state half-updated (every update is a few assignments), so poisoning is
+    /// ignored.
+    pub(crate) fn read(&self) -> RwLockReadGuard<'_, CacheState<T>> {
+        self.state.read().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn write(&self) -> RwLockWriteGuard<'_, CacheState<T>> {
+        self.state.write().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    pub(crate) fn key_of(&self, object: &T) -> String {
+        let key = (self.key_fn)(object);
+        if key.starts_with('/') {
+            key
+        } else {
+            format!("/{key}")
+        }
+    }
+
+    /// The revision the cache reflects.
+    pub(crate) fn resource_version(&self) -> u64 {
+        *self.revision.borrow()
+    }
+
+    pub(crate) fn capacity(&self) -> usize {
+        self.read().window.capacity()
+    }
+
+    /// Replaces everything with the result of a list at `resource_version` and
+    /// forgets the window (kube's `Replace`).
+    pub(crate) fn replace(&self, objects: Vec<T>, resource_version: u64) {
+        let store: Objects<T> = objects
+            .into_iter()
+            .map(|object| (Arc::from(self.key_of(&object)), Arc::new(object)))
+            .collect();
+        {
+            let mut state = self.write();
+            state.store = store;
+            state.window.clear();
+            state.removed_event_since_relist = false;
+            state.list_resource_version = resource_version;
+            state.resource_version = resource_version;
+        }
+        self.revision.send_replace(resource_version);
+    }
+
+    /// Applies one change seen at `now` (kube's `processEvent`): the object's
+    /// resourceVersion is the change's revision.
+    pub(crate) fn process(
+        &self,
+        kind: EventKind,
+        object: T,
+        now: Instant,
+    ) -> Result<Processed<T>, StorageError> {
+        let key: Arc<str> = Arc::from(self.key_of(&object));
+        let resource_version = parse_resource_version(object.resource_version())
+            .map_err(|err| err.with_key(key.to_string()))?;
+        let object = Arc::new(object);
+        let processed = {
+            let mut state = self.write();
+            let prev_object = match kind {
+                EventKind::Deleted => state.store.remove(&key),
+                EventKind::Added | EventKind::Modified => {
+                    state.store.insert(Arc::clone(&key), Arc::clone(&object))
+                }
+            };
+            let event = Arc::new(CacheEvent {
+                kind,
+                key,
+                object,
+                prev_object,
+                resource_version,
+                record_time: now,
+            });
+            let window = state.window.push(Arc::clone(&event));
+            if window.dropped {
+                state.removed_event_since_relist = true;
+            }
+            state.resource_version = resource_version;
+            Processed { event, window }
+        };
+        self.revision.send_replace(resource_version);
+        Ok(processed)
+    }
+
+    /// Moves the revision forward without a change (a progress bookmark, kube's
+    /// `UpdateResourceVersion`).
+    pub(crate) fn update_resource_version(&self, resource_version: u64) {
+        {
+            let mut state = self.write();
+            if resource_version <= state.resource_version {
+                return;
+            }
+            state.resource_version = resource_version;
+        }
+        self.revision.send_replace(resource_version);
+    }
+
+    /// Waits until the cache reflects `resource_version` (kube's
+    /// `waitUntilFreshAndBlock`); 0 never waits. After [`BLOCK_TIMEOUT`], a
+    /// too-large-resourceVersion error about `key`.
+    pub(crate) async fn wait_until_fresh(
+        &self,
+        resource_version: u64,
+        key: &str,
+    ) -> Result<(), StorageError> {
+        self.wait_until_fresh_for(resource_version, key, BLOCK_TIMEOUT)
+            .await
+    }
+
+    pub(crate) async fn wait_until_fresh_for(
+        &self,
+        resource_version: u64,
+        key: &str,
+        timeout: Duration,
+    ) -> Result<(), StorageError> {
+        if resource_version == 0 {
+            return Ok(());
+        }
+        let mut revision = self.revision.subscribe();
+        let reached = tokio::time::timeout(
+            timeout,
+            revision.wait_for(|current| *current >= resource_version),
+        )
+        .await;
+        match reached {
+            Ok(Ok(_)) => Ok(()),
+            _ => Err(StorageError::ResourceVersionTooLarge {
+                key: key.to_owned(),
+                requested: resource_version,
+                current: self.resource_version(),
+                retry_after_seconds: RESOURCE_VERSION_TOO_HIGH_RETRY_SECONDS,
+            }),
+        }
+    }
+
+    /// Forgets the window's events up to `resource_version`, as if the cache had been
+    /// listed there: watches and exact lists from before it are refused (410) or go to
+    /// the backend.
+    pub(crate) fn forget_events_through(&self, resource_version: u64) {
+        let mut state = self.write();
+        state.window.forget_through(resource_version);
+        state.removed_event_since_relist = false;
+        state.list_resource_version = state.list_resource_version.max(resource_version);
+    }
+
+    /// Whether the cache has not reached `resource_version` yet (kube's `notFresh`).
+    pub(crate) fn not_fresh(&self, resource_version: u64) -> bool {
+        resource_version > self.resource_version()
+    }
+
+    /// The object under `key` and the revision it was read at.
+    pub(crate) fn get(&self, key: &str) -> (Option<Arc<T>>, u64) {
+        let state = self.read();
+        (state.store.get(key).cloned(), state.resource_version)
+    }
+
+    /// The objects under `prefix` in key order and the revision they were read at.
+    pub(crate) fn list(&self, prefix: &str) -> (Items<T>, u64) {
+        let state = self.read();
+        let items = state
+            .range(prefix)
+            .map(|(key, object)| (Arc::clone(key), Arc::clone(object)))
+            .collect();
+        (items, state.resource_version)
+    }
+
+    /// The objects under `prefix` as they were at exactly `resource_version`, rebuilt
+    /// from the current ones by undoing the window's later events; `None` when the
+    /// window does not reach back that far or the cache is not there yet.
+    pub(crate) fn list_at(
+        &self,
+        prefix: &str,
+        recursive: bool,
+        resource_version: u64,
+    ) -> Option<Items<T>> {
+        let state = self.read();
+        if resource_version > state.resource_version {
+            return None;
+        }
+        let oldest = state.oldest_watchable()?;
+        if resource_version + 1 < oldest {
+            return None;
+        }
+        let mut overrides: BTreeMap<Arc<str>, Option<Arc<T>>> = BTreeMap::new();
+        let wanted = |key: &str| {
+            if recursive {
+                has_path_prefix(key, prefix)
+            } else {
+                key == prefix
+            }
+        };
+        for event in state.window.since(resource_version) {
+            if wanted(&event.key) {
+                overrides
+                    .entry(Arc::clone(&event.key))
+                    .or_insert_with(|| event.prev_object.clone());
+            }
+        }
+        let mut items: BTreeMap<Arc<str>, Arc<T>> = state
+            .range(prefix)
+            .filter(|(key, _)| wanted(key) && !overrides.contains_key(*key))
+            .map(|(key, object)| (Arc::clone(key), Arc::clone(object)))
+            .collect();
+        for (key, object) in overrides {
+            if let Some(object) = object {
+                items.insert(key, object);
+            }
+        }
+        Some(items.into_iter().collect())
+    }
+
+    /// The events a watch from `resource_version` under `key` starts with (kube's
+    /// `getAllEventsSinceLocked`), computed under the given read guard so that the
+    /// caller can register its watcher before any later event is applied.
+    ///
+    /// `initial_state` asks for the current objects as ADDED events (resourceVersion 0
+    /// without `sendInitialEvents: false`, or `sendInitialEvents: true`); otherwise a
+    /// 0 means "from now".
+    pub(crate) fn interval(
+        state: &CacheState<T>,
+        resource_version: u64,
+        key: &str,
+        initial_state: bool,
+    ) -> Result<Vec<Arc<CacheEvent<T>>>, IntervalError> {
+        if initial_state {
+            let now = Instant::now();
+            return Ok(state
+                .range(key)
+                .map(|(key, object)| {
+                    Arc::new(CacheEvent {
+                        kind: EventKind::Added,
+                        key: Arc::clone(key),
+                        object: Arc::clone(object),
+                        prev_object: None,
+                        resource_version: state.resource_version,
+                        record_time: now,
+                    })
+                })
+                .collect());
+        }
+        let oldest = state
+            .oldest_watchable()
+            .ok_or(IntervalError::Uninitialized)?;
+        let resource_version = if resource_version == 0 {
+            state.resource_version
+        } else {
+            resource_version
+        };
+        if resource_version + 1 < oldest {
+            return Err(IntervalError::TooOld {
+                requested: resource_version,
+                oldest: oldest - 1,
+            });
+        }
+        Ok(state.window.since(resource_version))
+    }
+
+    /// kube's `suggestedWatchChannelSize` without indexes: about one second of the
+    /// window's history, between 10 and 100 events.
+    pub(crate) fn suggested_watch_channel_size(&self) -> usize {
+        suggested_watch_channel_size(self.capacity())
+    }
+}
+
+pub(crate) fn suggested_watch_channel_size(capacity: usize) -> usize {
+    let per_second = capacity.div_ceil(EVENT_FRESH_DURATION.as_secs() as usize);
+    per_second.clamp(10, 100)
+}
+
+#[cfg(test)]
+#[path = "watch_cache_tests.rs"]
+mod tests;

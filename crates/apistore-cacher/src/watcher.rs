@@ -1,0 +1,265 @@
+//! One watch served from the cache (kube's `cache_watcher.go`): first the events of
+//! its interval (the current objects, or the window's events after its
+//! resourceVersion), then what the dispatcher hands it, each turned into what this
+//! watcher should see.
+//!
+//! The turning is kube's `convertToWatchEvent`: an event is judged on the object
+//! before and after it, so an object that starts to match the selectors arrives as
+//! ADDED, one that stops matching as DELETED (its last matching state at the
+//! revision of the change), and changes that never match are not sent. The work is
+//! done when the consumer polls, so a watcher costs no task of its own.
+
+use std::marker::PhantomData;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU8, Ordering};
+use std::task::{Context, Poll};
+
+use apistore_storage::{
+    ApiObject, INITIAL_EVENTS_END_ANNOTATION, SelectionPredicate, Status, WatchEvent,
+};
+use futures_core::Stream;
+use tokio::sync::mpsc;
+
+use crate::dispatcher::{BOOKMARK_SENT, Dispatched, WatcherGuard};
+use crate::event::{CacheEvent, EventKind, has_path_prefix};
+use crate::metrics::ResourceMetrics;
+
+/// Which objects a watcher sees: those under its key that its predicate selects
+/// (kube's `filterWithAttrsAndPrefixFunction`).
+#[derive(Debug, Clone)]
+pub(crate) struct WatchFilter {
+    pub(crate) key: Arc<str>,
+    pub(crate) predicate: SelectionPredicate,
+}
+
+impl WatchFilter {
+    fn matches<T: ApiObject>(&self, key: &str, object: &T) -> bool {
+        has_path_prefix(key, &self.key) && self.predicate.matches(object)
+    }
+}
+
+/// What one cache event means to a watcher with `filter`, if anything.
+pub(crate) fn convert<T: ApiObject + Clone>(
+    event: &CacheEvent<T>,
+    filter: &WatchFilter,
+) -> Option<WatchEvent<T>> {
+    let now_passes = event.kind != EventKind::Deleted && filter.matches(&event.key, &*event.object);
+    let before_passed = event
+        .prev_object
+        .as_ref()
+        .is_some_and(|prev| filter.matches(&event.key, &**prev));
+    match (now_passes, before_passed) {
+        (true, false) => Some(WatchEvent::Added((*event.object).clone())),
+        (true, true) => Some(WatchEvent::Modified((*event.object).clone())),
+        (false, true) => {
+            let mut last = (**event.prev_object.as_ref()?).clone();
+            last.set_resource_version(event.resource_version.to_string());
+            Some(WatchEvent::Deleted(last))
+        }
+        (false, false) => None,
+    }
+}
+
+/// A watch stream served from the cache.
+pub(crate) struct CacheWatcher<T> {
+    pub(crate) initial: std::vec::IntoIter<Arc<CacheEvent<T>>>,
+    pub(crate) initial_sent: u64,
+    pub(crate) initial_done: bool,
+    /// The newest revision already covered; later deliveries of older events (the
+    /// dispatcher may hand over what the interval already held) are skipped.
+    pub(crate) resource_version: u64,
+    pub(crate) live: mpsc::Receiver<Dispatched<T>>,
+    pub(crate) filter: WatchFilter,
+    pub(crate) bookmark_state: Arc<AtomicU8>,
+    pub(crate) metrics: ResourceMetrics,
+    pub(crate) _guard: WatcherGuard<T>,
+}
+
+impl<T: ApiObject + Clone + Default> CacheWatcher<T> {
+    fn bookmark(&self, resource_version: u64) -> WatchEvent<T> {
+        let mut object = T::default();
+        object.set_resource_version(resource_version.to_string());
+        if self.bookmark_state.load(Ordering::Acquire) != BOOKMARK_SENT {
+            object
+                .annotations_mut()
+                .insert(INITIAL_EVENTS_END_ANNOTATION.to_owned(), "true".to_owned());
+        }
+        WatchEvent::Bookmark(object)
+    }
+}
+
+impl<T: ApiObject + Clone + Default> Stream for CacheWatcher<T> {
+    type Item = WatchEvent<T>;
+
+    fn poll_next(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
+        let this = self.get_mut();
+        if !this.initial_done {
+            for event in this.initial.by_ref() {
+                this.resource_version = this.resource_version.max(event.resource_version);
+                if let Some(converted) = convert(&event, &this.filter) {
+                    this.initial_sent += 1;
+                    return Poll::Ready(Some(converted));
+                }
+            }
+            this.initial_done = true;
+            if this.initial_sent > 0 {
+                this.metrics.init_events.inc_by(this.initial_sent);
+            }
+        }
+        loop {
+            match this.live.poll_recv(cx) {
+                Poll::Pending => return Poll::Pending,
+                Poll::Ready(None) => return Poll::Ready(None),
+                Poll::Ready(Some(Dispatched::Event(event))) => {
+                    if event.resource_version <= this.resource_version {
+                        continue;
+                    }
+                    this.resource_version = event.resource_version;
+                    if let Some(converted) = convert(&event, &this.filter) {
+                        return Poll::Ready(Some(converted));
+                    }
+                }
+                Poll::Ready(Some(Dispatched::Bookmark(resource_version))) => {
+                    let unsent = this.bookmark_state.load(Ordering::Acquire) != BOOKMARK_SENT;
+                    if resource_version > this.resource_version
+                        || (resource_version == this.resource_version && unsent)
+                    {
+                        let bookmark = this.bookmark(resource_version);
+                        this.bookmark_state.store(BOOKMARK_SENT, Ordering::Release);
+                        return Poll::Ready(Some(bookmark));
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// A watch that fails at once: one ERROR event, then the end (kube's `errWatcher`;
+/// after a watch was accepted, failures are reported in the stream).
+pub(crate) struct ErrorWatcher<T>(pub(crate) Option<Status>, pub(crate) PhantomData<fn() -> T>);
+
+impl<T> ErrorWatcher<T> {
+    pub(crate) fn new(status: Option<Status>) -> Self {
+        Self(status, PhantomData)
+    }
+}
+
+impl<T> Stream for ErrorWatcher<T> {
+    type Item = WatchEvent<T>;
+
+    fn poll_next(self: Pin<&mut Self>, _cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
+        Poll::Ready(self.get_mut().0.take().map(WatchEvent::Error))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use apistore_storage::DynamicObject;
+    use tokio::time::Instant;
+
+    fn pod(name: &str, rv: u64, node: &str) -> Arc<DynamicObject> {
+        let mut pod = DynamicObject::new("v1", "Pod", name).within("ns");
+        pod.metadata.resource_version = rv.to_string();
+        pod.metadata
+            .labels
+            .insert("node".to_owned(), node.to_owned());
+        Arc::new(pod)
+    }
+
+    fn event(
+        kind: EventKind,
+        object: Arc<DynamicObject>,
+        prev: Option<Arc<DynamicObject>>,
+        rv: u64,
+    ) -> CacheEvent<DynamicObject> {
+        CacheEvent {
+            kind,
+            key: Arc::from("/pods/ns/pod"),
+            object,
+            prev_object: prev,
+            resource_version: rv,
+            record_time: Instant::now(),
+        }
+    }
+
+    // The reference's TestCacheWatcherHandlesFiltering, its table of updates seen by
+    // a watcher selecting `node=host`: ADDED when a pod starts to match, MODIFIED
+    // while it matches, DELETED (at the change's revision) when it stops, nothing
+    // while it never matches.
+    #[test]
+    fn test_cache_watcher_handles_filtering() {
+        let filter = WatchFilter {
+            key: Arc::from("/pods"),
+            predicate: SelectionPredicate {
+                label: apistore_storage::LabelSelector::parse("node=host").unwrap(),
+                ..SelectionPredicate::default()
+            },
+        };
+        let events = [
+            event(EventKind::Added, pod("pod", 1, "host"), None, 1),
+            event(
+                EventKind::Modified,
+                pod("pod", 2, ""),
+                Some(pod("pod", 1, "host")),
+                2,
+            ),
+            event(
+                EventKind::Modified,
+                pod("pod", 3, ""),
+                Some(pod("pod", 2, "")),
+                3,
+            ),
+            event(
+                EventKind::Modified,
+                pod("pod", 4, "host"),
+                Some(pod("pod", 3, "")),
+                4,
+            ),
+            event(
+                EventKind::Modified,
+                pod("pod", 5, "host"),
+                Some(pod("pod", 4, "host")),
+                5,
+            ),
+            event(
+                EventKind::Deleted,
+                pod("pod", 6, "host"),
+                Some(pod("pod", 5, "host")),
+                6,
+            ),
+            event(EventKind::Added, pod("pod", 7, "other"), None, 7),
+        ];
+        let seen: Vec<(String, String)> = events
+            .iter()
+            .filter_map(|e| convert(e, &filter))
+            .map(|e| {
+                let rv = e.object().unwrap().metadata.resource_version.clone();
+                (e.type_name().to_owned(), rv)
+            })
+            .collect();
+        let expected = [
+            ("ADDED", "1"),
+            ("DELETED", "2"),
+            ("ADDED", "4"),
+            ("MODIFIED", "5"),
+            ("DELETED", "6"),
+        ];
+        let expected: Vec<(String, String)> = expected
+            .iter()
+            .map(|(t, rv)| ((*t).to_owned(), (*rv).to_owned()))
+            .collect();
+        assert_eq!(seen, expected);
+    }
+
+    #[test]
+    fn events_outside_the_watch_key_are_not_seen() {
+        let filter = WatchFilter {
+            key: Arc::from("/pods/other"),
+            predicate: SelectionPredicate::everything(),
+        };
+        let added = event(EventKind::Added, pod("pod", 1, "host"), None, 1);
+        assert!(convert(&added, &filter).is_none());
+    }
+}

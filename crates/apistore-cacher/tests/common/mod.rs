@@ -1,0 +1,136 @@
+//! The conformance suite's backends with the watch cache in front: any suite
+//! [`Backend`] wrapped so that its store is a [`Cacher`] over the backend's store,
+//! everything else (raw access, compaction, the transformer) reaching the backend.
+
+#![allow(dead_code, unreachable_pub)]
+// Test support: a failed step must fail the test loudly.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use apistore_cacher::{Cacher, CacherConfig};
+use apistore_testing::suite::{Backend, Pod, PodFactory};
+
+/// A suite backend whose store is cached.
+pub struct Cached<B: Backend> {
+    pub inner: B,
+    pub cacher: Cacher<B::Store>,
+    test_name: String,
+    consistent_reads_from_cache: bool,
+}
+
+/// The cache's configuration for the suite's pods: keys as the case spells them, which
+/// is `Pod::key` (`/pods/<namespace>/<name>`, with `//` for no namespace) except in the
+/// cluster-scoped case (`pods/<name>`; kube's cacher test gives that case a
+/// cluster-scoped key function too).
+pub fn config(
+    test_name: &str,
+    consistent_reads_from_cache: bool,
+    watch_list: bool,
+) -> CacherConfig<Pod> {
+    let config = CacherConfig::new("/pods", "pods");
+    let mut config = if test_name.contains("cluster_scoped") {
+        config.with_key_fn(|pod: &Pod| format!("/pods/{}", pod.metadata.name))
+    } else {
+        config.with_key_fn(Pod::key)
+    };
+    config.consistent_reads_from_cache = consistent_reads_from_cache;
+    config.watch_list = watch_list;
+    config
+}
+
+impl<B> Cached<B>
+where
+    B: Backend,
+    B::Store: Clone + 'static,
+{
+    /// Puts a ready cache in front of `inner`'s store.
+    pub async fn new(test_name: &str, inner: B, consistent_reads_from_cache: bool) -> Self {
+        let cacher = Cacher::new(
+            inner.store().clone(),
+            config(test_name, consistent_reads_from_cache, false),
+        );
+        cacher.wait_until_ready().await.unwrap();
+        Self {
+            inner,
+            cacher,
+            test_name: test_name.to_owned(),
+            consistent_reads_from_cache,
+        }
+    }
+}
+
+impl<B> Backend for Cached<B>
+where
+    B: Backend,
+    B::Store: Clone + 'static,
+{
+    type Store = Cacher<B::Store>;
+
+    fn store(&self) -> &Self::Store {
+        &self.cacher
+    }
+
+    fn stored_key(&self, key: &str) -> String {
+        self.inner.stored_key(key)
+    }
+
+    async fn raw_get(&self, stored_key: &str) -> Option<Vec<u8>> {
+        self.inner.raw_get(stored_key).await
+    }
+
+    async fn raw_put(&self, stored_key: &str, value: Vec<u8>) {
+        self.inner.raw_put(stored_key, value).await;
+    }
+
+    fn transformer_prefix(&self) -> &[u8] {
+        self.inner.transformer_prefix()
+    }
+
+    fn set_transformer_stale(&self, stale: bool) {
+        self.inner.set_transformer_stale(stale);
+    }
+
+    fn take_transformer_reads(&self) -> u64 {
+        self.inner.take_transformer_reads()
+    }
+
+    fn take_storage_reads(&self) -> u64 {
+        self.inner.take_storage_reads()
+    }
+
+    /// Compacts the backend, then, as kube's cacher tests do (`compactStorage`), lets
+    /// the cache reach that revision and forget the events before it.
+    async fn compact(&self, resource_version: &str) {
+        self.inner.compact(resource_version).await;
+        let rv: u64 = resource_version.parse().unwrap();
+        self.cacher.wait_until_fresh(rv).await.unwrap();
+        self.cacher.forget_events_through(rv);
+    }
+
+    fn create_on_read(&self, next: Option<PodFactory>) -> bool {
+        self.inner.create_on_read(next)
+    }
+
+    /// A second cache, with kube's `WatchList` gate on, over the backend's watch-list
+    /// store; made ready before it is handed out.
+    fn watch_list_store(&self) -> Option<Self::Store> {
+        let store = self.inner.watch_list_store()?;
+        let cacher = Cacher::new(
+            store,
+            config(&self.test_name, self.consistent_reads_from_cache, true),
+        );
+        tokio::task::block_in_place(|| {
+            tokio::runtime::Handle::current().block_on(cacher.wait_until_ready())
+        })
+        .unwrap();
+        Some(cacher)
+    }
+
+    fn set_transformer_failing(&self, failing: bool) -> bool {
+        self.inner.set_transformer_failing(failing)
+    }
+
+    /// The cache's own watchers: a watch of the cached store never reaches the backend.
+    fn active_watches(&self) -> Option<usize> {
+        Some(self.cacher.watcher_count())
+    }
+}
