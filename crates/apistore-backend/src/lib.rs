@@ -9,13 +9,17 @@
 //!   transformer with the stored key as authenticated data, the resourceVersion cleared
 //!   before encoding and set from the mod revision after decoding (`etcd3/store.go`);
 //! - [`event`]: a stored key-value change as a watch event, with the predicate
-//!   transitions and bookmarks (`etcd3/event.go`, `transform` of `etcd3/watcher.go`).
+//!   transitions and bookmarks (`etcd3/event.go`, `transform` of `etcd3/watcher.go`);
+//! - [`list`]: where a list starts, the loop over its pages and the continue token it
+//!   ends with, and the 410s after compaction (`GetList`, `resolveGetListRev`,
+//!   `interpretListError` of `etcd3/store.go`).
 //!
 //! What stays in each backend: its key-value store (requests, revisions, history,
 //! compaction), its transactions, and how its raw changes are read. This crate knows no
 //! etcd and no runtime; it depends on the contract, the versioner and the transformers.
 
 pub mod event;
+pub mod list;
 pub mod object;
 
 pub use event::{Change, RawEvent};

@@ -11,8 +11,8 @@
 use std::borrow::Cow;
 
 use apistore_storage::{
-    ApiObject, ListMeta, ListOptions, ObjectList, ResourceVersionMatch, Result,
-    SelectionPredicate, StorageError, Versioner,
+    ApiObject, ListMeta, ListOptions, ObjectList, ResourceVersionMatch, Result, SelectionPredicate,
+    StorageError, Versioner,
 };
 use apistore_versioning::{ApiObjectVersioner, continue_token};
 use bytes::Bytes;
@@ -114,8 +114,7 @@ pub fn compacted_list_error(key: &str, continue_from: Option<&[u8]>) -> StorageE
             continue_token: None,
         };
     };
-    let (message, continue_token) = match continue_token::encode_start_key(continue_from, -1, key)
-    {
+    let (message, continue_token) = match continue_token::encode_start_key(continue_from, -1, key) {
         Ok(token) => (INCONSISTENT_CONTINUE, Some(token)),
         Err(_) => (CONTINUE_EXPIRED, None),
     };
@@ -161,6 +160,13 @@ pub struct ListPages<'p, T, K> {
     returned: usize,
 }
 
+impl<T, K> ListPages<'_, T, K> {
+    /// Key-values read, evaluated against the predicate, and returned so far.
+    pub fn counts(&self) -> (usize, usize, usize) {
+        (self.fetched, self.evaluated, self.returned)
+    }
+}
+
 impl<'p, T, K> ListPages<'p, T, K>
 where
     T: ApiObject + Default + 'static,
@@ -193,11 +199,6 @@ where
     /// The last key taken, where a next page starts after.
     pub fn last_key(&self) -> &K {
         &self.last_key
-    }
-
-    /// Key-values read, evaluated against the predicate, and returned so far.
-    pub fn counts(&self) -> (usize, usize, usize) {
-        (self.fetched, self.evaluated, self.returned)
     }
 
     /// Takes one page, in key order, of `(key, stored value, mod revision)`, `more` and
@@ -282,5 +283,169 @@ where
             )
             .map_err(|err| err.with_key(key_prefix.to_owned()))?;
         Ok(ObjectList::new(std::mem::take(&mut self.items), metadata))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Name, continue key, continue rv, rv, match, recursive, limit, and the expected
+    /// revision or error text.
+    type Row<'a> = (
+        &'a str,
+        &'a str,
+        i64,
+        &'a str,
+        ResourceVersionMatch,
+        bool,
+        i64,
+        Result<i64, &'a str>,
+    );
+
+    // The resolution table of TestResolveGetListRev, minus the etcd round trip.
+    #[test]
+    fn resolve_get_list_rev_follows_the_reference_table() {
+        let cases: Vec<Row<'_>> = vec![
+            (
+                "continue with rv",
+                "k",
+                100,
+                "200",
+                ResourceVersionMatch::Unset,
+                true,
+                0,
+                Err("specifying resource version is not allowed when using continue"),
+            ),
+            (
+                "invalid rv",
+                "",
+                0,
+                "invalid",
+                ResourceVersionMatch::Unset,
+                true,
+                0,
+                Err("invalid resource version"),
+            ),
+            (
+                "continue rv 100, rv 0",
+                "k",
+                100,
+                "0",
+                ResourceVersionMatch::Unset,
+                true,
+                0,
+                Ok(100),
+            ),
+            (
+                "continue rv 100, no rv",
+                "k",
+                100,
+                "",
+                ResourceVersionMatch::Unset,
+                true,
+                0,
+                Ok(100),
+            ),
+            (
+                "continue rv 0",
+                "k",
+                0,
+                "",
+                ResourceVersionMatch::Unset,
+                true,
+                0,
+                Ok(0),
+            ),
+            (
+                "continue rv -1",
+                "k",
+                -1,
+                "",
+                ResourceVersionMatch::Unset,
+                true,
+                0,
+                Ok(0),
+            ),
+            (
+                "no rv",
+                "",
+                0,
+                "",
+                ResourceVersionMatch::Unset,
+                true,
+                0,
+                Ok(0),
+            ),
+            (
+                "not older than",
+                "",
+                0,
+                "200",
+                ResourceVersionMatch::NotOlderThan,
+                true,
+                0,
+                Ok(0),
+            ),
+            (
+                "exact",
+                "",
+                0,
+                "200",
+                ResourceVersionMatch::Exact,
+                true,
+                0,
+                Ok(200),
+            ),
+            (
+                "legacy non-recursive with limit",
+                "",
+                0,
+                "200",
+                ResourceVersionMatch::Unset,
+                false,
+                5,
+                Ok(0),
+            ),
+            (
+                "legacy recursive without limit",
+                "",
+                0,
+                "200",
+                ResourceVersionMatch::Unset,
+                true,
+                0,
+                Ok(0),
+            ),
+            (
+                "legacy recursive with limit",
+                "",
+                0,
+                "200",
+                ResourceVersionMatch::Unset,
+                true,
+                5,
+                Ok(200),
+            ),
+        ];
+        for (name, continue_key, continue_rv, rv, rv_match, recursive, limit, want) in cases {
+            let mut options = ListOptions {
+                resource_version: rv.to_owned(),
+                resource_version_match: rv_match,
+                recursive,
+                ..ListOptions::default()
+            };
+            options.predicate.limit = limit;
+            let got = resolve(continue_key, continue_rv, &options);
+            match (got, want) {
+                (Ok(got), Ok(want)) => assert_eq!(got, want, "{name}"),
+                (Err(err), Err(want)) => assert!(err.to_string().contains(want), "{name}: {err}"),
+                (got, want) => panic!("{name}: got {got:?}, want {want:?}"),
+            }
+        }
+    }
+
+    fn resolve(continue_key: &str, continue_rv: i64, options: &ListOptions) -> Result<i64> {
+        resolve_rev(continue_key, continue_rv, options, "/k")
     }
 }

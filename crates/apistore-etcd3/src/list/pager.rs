@@ -7,17 +7,13 @@
 //! next page starts; its callers own what they do with the key-values and when to stop
 //! early.
 
+use apistore_backend::list::compacted_list_error;
 use apistore_storage::{ApiObject, Result, StorageError};
-use apistore_versioning::continue_token;
 use etcd_client::{GetOptions as EtcdGetOptions, KeyValue};
 
 use crate::error::{from_etcd, is_compacted};
 use crate::instrument::Operation;
 use crate::store::Etcd3Store;
-
-const LIST_EXPIRED: &str = "The resourceVersion for the provided list is too old.";
-const CONTINUE_EXPIRED: &str = "The provided continue parameter is too old to display a consistent list result. You can start a new list without the continue parameter.";
-const INCONSISTENT_CONTINUE: &str = "The provided continue parameter is too old to display a consistent list result. You can start a new list without the continue parameter, or use the continue token in this response to retrieve the remainder of the results. Continuing with the provided token results in an inconsistent list - objects that were created, modified, or deleted between the time the first chunk was returned and now may show up in the list.";
 
 /// What a compacted revision becomes: every answer is 410 Expired, they differ in the
 /// continue token that lets the caller go on at the latest revision.
@@ -181,25 +177,10 @@ impl<'a> Pager<'a> {
             return from_etcd(self.key, err);
         }
         let continue_from = match self.on_compacted {
-            OnCompacted::Expired => {
-                return StorageError::Expired {
-                    key: self.key.to_owned(),
-                    message: LIST_EXPIRED.to_owned(),
-                    continue_token: None,
-                };
-            }
-            OnCompacted::ContinueFromFirst => &self.first_start,
-            OnCompacted::ContinueFromPage => &self.start,
+            OnCompacted::Expired => None,
+            OnCompacted::ContinueFromFirst => Some(self.first_start.as_slice()),
+            OnCompacted::ContinueFromPage => Some(self.start.as_slice()),
         };
-        let (message, continue_token) =
-            match continue_token::encode_start_key(continue_from, -1, self.key) {
-                Ok(token) => (INCONSISTENT_CONTINUE, Some(token)),
-                Err(_) => (CONTINUE_EXPIRED, None),
-            };
-        StorageError::Expired {
-            key: self.key.to_owned(),
-            message: message.to_owned(),
-            continue_token,
-        }
+        compacted_list_error(self.key, continue_from)
     }
 }
