@@ -12,15 +12,20 @@
 //!   transitions and bookmarks (`etcd3/event.go`, `transform` of `etcd3/watcher.go`);
 //! - [`list`]: where a list starts, the loop over its pages and the continue token it
 //!   ends with, and the 410s after compaction (`GetList`, `resolveGetListRev`,
-//!   `interpretListError` of `etcd3/store.go`).
+//!   `interpretListError` of `etcd3/store.go`);
+//! - [`watch`]: where a watch starts and what it sends first, the checks before its
+//!   initial events, the channel to its consumer and the status of its Error event
+//!   (`etcd3/watcher.go`).
 //!
 //! What stays in each backend: its key-value store (requests, revisions, history,
-//! compaction), its transactions, and how its raw changes are read. This crate knows no
-//! etcd and no runtime; it depends on the contract, the versioner and the transformers.
+//! compaction), its transactions, how its raw changes are read and followed, and its
+//! tasks. This crate knows no etcd and starts nothing (only a watch's channel is
+//! tokio's); it depends on the contract, the versioner and the transformers.
 
 pub mod event;
 pub mod list;
 pub mod object;
+pub mod watch;
 
 pub use event::{Change, RawEvent};
 pub use object::{DecodeErrors, ObjState, ObjectLayers};

@@ -56,18 +56,6 @@ pub(crate) fn prepare_key(path_prefix: &str, key: &str) -> Result<String> {
     Ok(prepared)
 }
 
-/// Whether `key` is `directory` or lies under it; one leading `/` on either is ignored,
-/// so `pods/default/p1` and `/pods` both lie within `/pods`, but `podsx` does not.
-pub(crate) fn within(key: &str, directory: &str) -> bool {
-    let key = key.strip_prefix('/').unwrap_or(key);
-    let directory = directory.strip_prefix('/').unwrap_or(directory);
-    let directory = directory.strip_suffix('/').unwrap_or(directory);
-    match key.strip_prefix(directory) {
-        Some(rest) => rest.is_empty() || rest.starts_with('/'),
-        None => false,
-    }
-}
-
 /// The key with a trailing `/`, so that a recursive operation on `/a` sees `/a/b` but
 /// not `/ab`.
 pub(crate) fn as_directory(mut key: String) -> String {
@@ -94,22 +82,6 @@ pub fn prefix_range_end(prefix: &[u8]) -> Vec<u8> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn within_is_a_directory_test() {
-        for (key, directory, inside) in [
-            ("pods/default/p1", "/pods", true),
-            ("/pods/default/p1", "pods", true),
-            ("pods", "/pods", true),
-            ("pods/", "/pods/", true),
-            ("podsx/default/p1", "/pods", false),
-            ("podtemplates/a", "/pods", false),
-            ("services/endpoints/ns/e", "/services/specs", false),
-            ("example.com/widgets/ns/w", "/example.com/widgets", true),
-        ] {
-            assert_eq!(within(key, directory), inside, "{key} in {directory}");
-        }
-    }
 
     // TestPrefix
     #[test]

@@ -21,10 +21,11 @@ use serde::de::DeserializeOwned;
 
 use crate::client::EtcdClient;
 use crate::instrument::{Instrumentation, Operation};
-use crate::key::{as_directory, path_prefix, prefix_range_end, prepare_key, within};
+use crate::key::{as_directory, path_prefix, prefix_range_end, prepare_key};
 use crate::kv::Kv;
 use crate::lease_manager::{LeaseManager, LeaseManagerConfig};
 use crate::watch_settings::{DEFAULT_WATCH_UNAVAILABLE_LIMIT, WatchSettings};
+use apistore_storage::key_prefix::within;
 
 /// How a store lays out and treats its objects.
 #[derive(Debug, Clone)]

@@ -6,7 +6,9 @@
 //!
 //! - where a watch starts depends on the resourceVersion, `sendInitialEvents` and the
 //!   `WatchList` feature gate (here [`StoreConfig::watch_list`], off by default as in
-//!   v0.31.1), including the reference's quirks with the gate off ([`StartPlan`]);
+//!   v0.31.1), including the reference's quirks with the gate off: the start plan,
+//!   error statuses and the event channel are `apistore_backend::watch`'s, shared with
+//!   the memory store;
 //! - an initial sync sends the current state as Added events (pages of 10,000 pinned
 //!   to the revision of the first page), optionally followed by the bookmark that ends
 //!   the initial events;
@@ -26,18 +28,13 @@
 //! [`StoreConfig::watch_list`]: crate::StoreConfig::watch_list
 
 use std::convert::Infallible;
-use std::future::Future;
-use std::pin::Pin;
 use std::sync::Arc;
-use std::task::{Context, Poll};
 
+use apistore_backend::watch::{self, Ending, Outgoing, Start, StartPlan};
 use apistore_storage::{
-    ApiObject, ErrorKind, ListOptions, Result, SelectionPredicate, Status, StatusCause,
-    StatusReason, StorageError, Versioner, WatchEvent, WatchStream,
+    ApiObject, ListOptions, Result, SelectionPredicate, StorageError, WatchEvent, WatchStream,
 };
 use etcd_client::{WatchOptions, WatchResponse};
-use futures::Stream;
-use tokio::sync::mpsc;
 
 use crate::error::internal;
 use crate::event::{raw_from_etcd, raw_from_kv};
@@ -48,62 +45,6 @@ use crate::list::pager::{OnCompacted, Pager};
 use crate::store::Etcd3Store;
 use crate::watch_mux::{ActiveWatch, RouteEnd, WatchSpec};
 use crate::watch_settings::SyncPageHook;
-
-/// Events buffered between a watch's task and its consumer (the reference's
-/// `outgoingBufSize`).
-const OUTGOING_BUFFER: usize = 100;
-
-const WATCH_EXPIRED: &str = "The resourceVersion for the provided watch is too old.";
-
-/// Where a watch starts and what it sends first, decided from the request alone
-/// (kube-apiserver's `getStartWatchResourceVersion`, `areInitialEventsRequired` and
-/// `isInitialEventsEndBookmarkRequired`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct StartPlan {
-    /// The revision the watch has seen up to: etcd events after it are sent.
-    pub(crate) start: Start,
-    /// Whether the current state is sent first, as Added events. The sync's revision
-    /// then replaces the start.
-    pub(crate) initial_events: bool,
-    /// Whether a bookmark marks the end of the initial events.
-    pub(crate) end_bookmark: bool,
-}
-
-/// The starting revision of a [`StartPlan`].
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Start {
-    /// This revision (0: none, so the etcd watch starts at revision 1 unless an initial
-    /// sync replaces it).
-    At(i64),
-    /// The current revision of the storage, read before the watch starts.
-    CurrentStorage,
-}
-
-impl StartPlan {
-    pub(crate) fn new(
-        rev: i64,
-        send_initial_events: Option<bool>,
-        allow_watch_bookmarks: bool,
-        watch_list: bool,
-    ) -> Self {
-        let start = if rev > 0 || !watch_list || send_initial_events != Some(false) {
-            Start::At(rev.max(0))
-        } else {
-            Start::CurrentStorage
-        };
-        // Legacy: RV unset or 0 without sendInitialEvents sends the current state. With
-        // the gate off, sendInitialEvents set either way turns it off (and, at RV 0,
-        // leaves the watch to start at revision 1).
-        let initial_events = (send_initial_events.is_none() && rev == 0)
-            || (watch_list && send_initial_events == Some(true));
-        let end_bookmark = watch_list && send_initial_events == Some(true) && allow_watch_bookmarks;
-        Self {
-            start,
-            initial_events,
-            end_bookmark,
-        }
-    }
-}
 
 impl<T> Etcd3Store<T>
 where
@@ -202,26 +143,15 @@ where
         options: &ListOptions,
     ) -> Result<WatchStream<T>> {
         let mut prepared = self.prepare_key(key)?;
-        let rev = self
-            .layers
-            .versioner()
-            .parse_resource_version(&options.resource_version)
-            .map_err(|err| err.with_key(prepared.clone()))?;
-        let rev = i64::try_from(rev).map_err(|_| StorageError::Invalid {
-            key: prepared.clone(),
-            field: "resourceVersion".to_owned(),
-            value: options.resource_version.clone(),
-            message: "must not exceed etcd's largest revision".to_owned(),
-        })?;
+        let plan = StartPlan::for_request(
+            self.layers.versioner(),
+            &prepared,
+            options,
+            self.watch.watch_list,
+        )?;
         if options.recursive {
             prepared = as_directory(prepared);
         }
-        let plan = StartPlan::new(
-            rev,
-            options.send_initial_events,
-            options.predicate.allow_watch_bookmarks,
-            self.watch.watch_list,
-        );
         let initial_rev = match plan.start {
             Start::At(rev) => rev,
             Start::CurrentStorage => self.current_storage_revision().await?,
@@ -233,7 +163,8 @@ where
                 Box::new(err),
             )
         })?;
-        let (out, events) = mpsc::channel(OUTGOING_BUFFER);
+        // Boxed events: a channel slot stays one pointer whatever the object's size.
+        let (out, events) = watch::channel::<T, Box<WatchEvent<T>>>();
         let task = WatchTask {
             store: self.clone(),
             key: prepared,
@@ -246,21 +177,16 @@ where
         };
         let active = self.watch.hub.track();
         runtime.spawn(task.run(active));
-        Ok(Box::pin(EventStream { events }))
+        Ok(Box::pin(events))
     }
 
     /// The storage's current revision: the revision of a one-item read of the resource
     /// prefix (kube-apiserver's `GetCurrentResourceVersionFromStorage`).
     pub(crate) async fn current_storage_revision(&self) -> Result<i64> {
-        let mut options = ListOptions::default();
-        options.predicate.limit = 1;
-        let list = self.list_objects(&self.resource_prefix, &options).await?;
-        let rv = self
-            .layers
-            .versioner()
-            .parse_resource_version(&list.metadata.resource_version)
-            .map_err(|err| err.with_key(self.resource_prefix.to_string()))?;
-        Ok(i64::try_from(rv).unwrap_or(i64::MAX))
+        let list = self
+            .list_objects(&self.resource_prefix, &watch::current_revision_list())
+            .await?;
+        watch::revision_of_list(self.layers.versioner(), &list, &self.resource_prefix)
     }
 }
 
@@ -268,79 +194,6 @@ where
 /// a `Stream` extension trait at hand.
 pub async fn next_event<T>(stream: &mut WatchStream<T>) -> Option<WatchEvent<T>> {
     futures::StreamExt::next(stream).await
-}
-
-/// The consumer's side of a watch.
-struct EventStream<T> {
-    events: mpsc::Receiver<Box<WatchEvent<T>>>,
-}
-
-impl<T> Stream for EventStream<T> {
-    type Item = WatchEvent<T>;
-
-    fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
-        self.events
-            .poll_recv(cx)
-            .map(|event| event.map(|event| *event))
-    }
-}
-
-/// Why a watch task stops.
-enum Ending {
-    /// The stream was dropped: nothing more to say.
-    ConsumerGone,
-    /// The watch failed: the consumer gets this error event last.
-    Failed(Status),
-}
-
-impl From<StorageError> for Ending {
-    fn from(err: StorageError) -> Self {
-        Self::Failed(watch_error_status(&err))
-    }
-}
-
-/// The status of an Error event for a failure: statuses the API defines for the case
-/// (410 for a compacted revision, 504 for a too-large resourceVersion) pass through;
-/// anything else is a 500 internal error, as kube-apiserver's `transformErrorToEvent`.
-///
-/// **Difference from the reference:** an etcd that stayed unreachable past the store's
-/// [`watch_unavailable_limit`](crate::StoreConfig::watch_unavailable_limit) is a 503
-/// ServiceUnavailable, which a client can tell from a bug (kube's watch has no such
-/// end: it waits for etcd for as long as the request lives).
-fn watch_error_status(err: &StorageError) -> Status {
-    match err.kind() {
-        ErrorKind::Expired
-        | ErrorKind::Unreachable
-        | ErrorKind::ResourceVersionTooLarge
-        | ErrorKind::Api
-        | ErrorKind::Invalid
-        | ErrorKind::BadRequest => err.status(),
-        _ => {
-            let message = err.to_string();
-            let mut status = Status::failure(
-                500,
-                StatusReason::InternalError,
-                format!("Internal error occurred: {message}"),
-            );
-            status.details = Some(apistore_storage::StatusDetails {
-                causes: vec![StatusCause {
-                    message,
-                    ..StatusCause::default()
-                }],
-                retry_after_seconds: None,
-            });
-            status
-        }
-    }
-}
-
-/// kube-apiserver's `wait.Jitter(1s, 3)` in whole seconds: 1, 2 or 3.
-fn jittered_retry_seconds() -> u32 {
-    use std::hash::{BuildHasher, Hasher};
-    let random = std::collections::hash_map::RandomState::new()
-        .build_hasher()
-        .finish();
-    1 + u32::try_from(random % 3).unwrap_or(0)
 }
 
 struct WatchTask<T> {
@@ -353,7 +206,7 @@ struct WatchTask<T> {
     /// The revision seen up to; the etcd watch starts after it.
     initial_rev: i64,
     plan: StartPlan,
-    out: mpsc::Sender<Box<WatchEvent<T>>>,
+    out: Outgoing<T, Box<WatchEvent<T>>>,
 }
 
 impl<T> WatchTask<T>
@@ -362,10 +215,7 @@ where
 {
     async fn run(mut self, _active: ActiveWatch) {
         let Err(ending) = self.serve().await;
-        if let Ending::Failed(status) = ending {
-            // Delivered unless the consumer has gone meanwhile.
-            let _ = self.out.send(Box::new(WatchEvent::Error(status))).await;
-        }
+        self.out.end(ending).await;
     }
 
     async fn serve(&mut self) -> Result<Infallible, Ending> {
@@ -376,7 +226,7 @@ where
         }
         if self.plan.end_bookmark {
             let bookmark = self.store.layers.bookmark(self.initial_rev, true);
-            self.emit(bookmark).await?;
+            self.out.emit(bookmark).await?;
         }
         self.follow().await
     }
@@ -385,17 +235,10 @@ where
     async fn initial_events(&mut self) -> Result<(), Ending> {
         if self.initial_rev > 0 {
             let current = self
+                .out
                 .until_closed(self.store.current_storage_revision())
                 .await??;
-            if self.initial_rev > current {
-                return Err(StorageError::ResourceVersionTooLarge {
-                    key: self.key.clone(),
-                    requested: self.initial_rev.unsigned_abs(),
-                    current: current.max(0).unsigned_abs(),
-                    retry_after_seconds: jittered_retry_seconds(),
-                }
-                .into());
-            }
+            watch::check_initial_revision(&self.key, self.initial_rev, current)?;
         }
         self.sync().await
     }
@@ -418,7 +261,10 @@ where
         // with a continue token.
         .on_compacted(OnCompacted::ContinueFromPage);
         for index in 0.. {
-            let page = self.until_closed(pager.next_page(&self.store)).await??;
+            let page = self
+                .out
+                .until_closed(pager.next_page(&self.store))
+                .await??;
             if let Some(hook) = &settings.after_sync_page {
                 hook(index).await;
             }
@@ -429,7 +275,7 @@ where
                     .layers
                     .watch_event(raw_from_kv(kv), &self.predicate)?;
                 if let Some(event) = event {
-                    self.emit(event).await?;
+                    self.out.emit(event).await?;
                 }
             }
             if !page.more {
@@ -508,12 +354,7 @@ where
     /// One response of the etcd watch: an end, a progress notification, or events.
     async fn handle(&mut self, response: WatchResponse, next_rev: &mut i64) -> Result<(), Ending> {
         if response.compact_revision() != 0 {
-            return Err(StorageError::Expired {
-                key: self.key.clone(),
-                message: WATCH_EXPIRED.to_owned(),
-                continue_token: None,
-            }
-            .into());
+            return Err(watch::watch_expired(&self.key).into());
         }
         if response.canceled() {
             let reason = match response.cancel_reason() {
@@ -531,7 +372,7 @@ where
             if header_rev != 0 {
                 self.store.instrumentation.record_bookmark();
                 let bookmark = self.store.layers.bookmark(header_rev, false);
-                self.emit(bookmark).await?;
+                self.out.emit(bookmark).await?;
             }
             return Ok(());
         }
@@ -540,7 +381,7 @@ where
             let raw = raw_from_etcd(event)?;
             let rev = raw.rev;
             if let Some(event) = self.store.layers.watch_event(raw, &self.predicate)? {
-                self.emit(event).await?;
+                self.out.emit(event).await?;
             }
             *next_rev = (*next_rev).max(rev.saturating_add(1));
         }
@@ -549,144 +390,5 @@ where
 
     fn internal(&self, message: String) -> StorageError {
         internal(self.key.clone(), message)
-    }
-
-    async fn emit(&self, event: WatchEvent<T>) -> Result<(), Ending> {
-        self.out
-            .send(Box::new(event))
-            .await
-            .map_err(|_| Ending::ConsumerGone)
-    }
-
-    /// Runs `work` unless the consumer goes away first.
-    async fn until_closed<F: Future>(&self, work: F) -> Result<F::Output, Ending> {
-        tokio::select! {
-            biased;
-            () = self.out.closed() => Err(Ending::ConsumerGone),
-            output = work => Ok(output),
-        }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn plan(rev: i64, sie: Option<bool>, bookmarks: bool, gate: bool) -> (Start, bool, bool) {
-        let plan = StartPlan::new(rev, sie, bookmarks, gate);
-        (plan.start, plan.initial_events, plan.end_bookmark)
-    }
-
-    // The matrix of RunWatchSemantics (gate on) as start plans: the revision is the
-    // request's (or the storage's, read later), initial events and end bookmark as the
-    // reference decides them.
-    #[test]
-    fn watch_list_gate_on_matrix() {
-        use Start::{At, CurrentStorage};
-        let cases = [
-            // (rv, sendInitialEvents, allowWatchBookmarks) => plan
-            ((0, Some(true), true), (At(0), true, true)),
-            ((0, Some(true), false), (At(0), true, false)),
-            ((0, Some(false), true), (CurrentStorage, false, false)),
-            ((0, Some(false), false), (CurrentStorage, false, false)),
-            ((0, None, false), (At(0), true, false)),
-            ((0, None, true), (At(0), true, false)),
-            ((1, Some(true), true), (At(1), true, true)),
-            ((1, Some(true), false), (At(1), true, false)),
-            ((1, Some(false), true), (At(1), false, false)),
-            ((1, Some(false), false), (At(1), false, false)),
-            ((1, None, true), (At(1), false, false)),
-        ];
-        for ((rv, sie, bookmarks), want) in cases {
-            assert_eq!(
-                plan(rv, sie, bookmarks, true),
-                want,
-                "rv={rv} sie={sie:?} awb={bookmarks}"
-            );
-        }
-    }
-
-    // With the gate off (v0.31.1's default), sendInitialEvents set either way turns the
-    // initial events off, and at RV 0 the watch starts at revision 1; no end bookmark.
-    #[test]
-    fn watch_list_gate_off_quirks() {
-        use Start::At;
-        let cases = [
-            ((0, Some(true), true), (At(0), false, false)),
-            ((0, Some(false), true), (At(0), false, false)),
-            ((0, None, true), (At(0), true, false)),
-            ((5, Some(true), true), (At(5), false, false)),
-            ((5, None, false), (At(5), false, false)),
-        ];
-        for ((rv, sie, bookmarks), want) in cases {
-            assert_eq!(
-                plan(rv, sie, bookmarks, false),
-                want,
-                "rv={rv} sie={sie:?} awb={bookmarks}"
-            );
-        }
-    }
-
-    #[test]
-    fn error_events_keep_api_statuses_and_wrap_the_rest() {
-        let expired = StorageError::Expired {
-            key: "/k".into(),
-            message: WATCH_EXPIRED.into(),
-            continue_token: None,
-        };
-        let status = watch_error_status(&expired);
-        assert_eq!((status.code, status.reason.as_str()), (410, "Expired"));
-        assert_eq!(status.message, WATCH_EXPIRED);
-
-        let too_large = StorageError::ResourceVersionTooLarge {
-            key: "/k".into(),
-            requested: 102,
-            current: 1,
-            retry_after_seconds: 2,
-        };
-        let status = watch_error_status(&too_large);
-        assert_eq!(status.code, 504);
-        assert_eq!(
-            status.message,
-            "Timeout: Too large resource version: 102, current: 1"
-        );
-
-        let unreachable = StorageError::Unreachable {
-            key: "/k".into(),
-            source: "connection refused".into(),
-        };
-        let status = watch_error_status(&unreachable);
-        assert_eq!(
-            (status.code, status.reason.as_str()),
-            (503, "ServiceUnavailable")
-        );
-        assert!(status.message.contains("\"/k\""), "{}", status.message);
-
-        let internal = internal("/k", "etcd cancelled the watch: permission denied");
-        let status = watch_error_status(&internal);
-        assert_eq!(
-            (status.code, status.reason.as_str()),
-            (500, "InternalError")
-        );
-        assert!(
-            status.message.starts_with("Internal error occurred: "),
-            "{}",
-            status.message
-        );
-        assert!(status.message.contains("\"/k\""), "{}", status.message);
-        let causes = status.details.map(|d| d.causes).unwrap_or_default();
-        assert_eq!(causes.len(), 1);
-        assert_eq!(causes[0].message, internal.to_string());
-    }
-
-    #[test]
-    fn retry_after_is_one_to_three_seconds() {
-        let mut seen = [false; 4];
-        for _ in 0..300 {
-            let seconds = jittered_retry_seconds();
-            assert!((1..=3).contains(&seconds), "{seconds}");
-            seen[seconds as usize] = true;
-        }
-        assert_eq!(seen, [false, true, true, true]);
     }
 }

@@ -26,6 +26,7 @@ mod table;
 use std::fmt;
 
 pub use apistore_storage::GroupResource;
+use apistore_storage::key_prefix::lies_under;
 
 use crate::table::{KUBE_1_31, NON_OBJECT_KEYS, Row};
 
@@ -95,7 +96,7 @@ impl ResourceLayout {
     /// Whether `key` (relative to `--etcd-prefix`, one leading `/` allowed) is this
     /// resource's prefix itself or lies under it.
     pub fn contains_key(&self, key: &str) -> bool {
-        under(key.strip_prefix('/').unwrap_or(key), &self.key_prefix)
+        lies_under(key.strip_prefix('/').unwrap_or(key), &self.key_prefix)
     }
 
     fn from_row(row: &Row) -> Self {
@@ -206,7 +207,7 @@ impl StorageLayout {
         let relative = key.trim_start_matches('/');
         if let Some(what) = NON_OBJECT_KEYS
             .iter()
-            .find(|prefix| under(relative, prefix))
+            .find(|prefix| lies_under(relative, prefix))
         {
             return Err(LayoutError::NotAnObject {
                 key: key.to_owned(),
@@ -217,7 +218,7 @@ impl StorageLayout {
         let built_in = self
             .rows
             .iter()
-            .filter(|row| under(relative, row.key_prefix))
+            .filter(|row| lies_under(relative, row.key_prefix))
             .fold(None::<&Row>, |best, row| match best {
                 Some(best) if best.key_prefix.len() >= row.key_prefix.len() => Some(best),
                 _ => Some(row),
@@ -245,14 +246,6 @@ impl StorageLayout {
 impl Default for StorageLayout {
     fn default() -> Self {
         Self::kube_1_31()
-    }
-}
-
-/// Whether `key` is `prefix` or lies under it as a directory.
-fn under(key: &str, prefix: &str) -> bool {
-    match key.strip_prefix(prefix) {
-        Some(rest) => rest.is_empty() || rest.starts_with('/'),
-        None => false,
     }
 }
 

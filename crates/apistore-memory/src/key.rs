@@ -46,17 +46,6 @@ pub(crate) fn prepare_key(path_prefix: &str, key: &str) -> Result<String> {
     Ok(format!("{path_prefix}{rest}"))
 }
 
-/// Whether `key` is `directory` or lies under it (one leading `/` on either ignored).
-pub(crate) fn within(key: &str, directory: &str) -> bool {
-    let key = key.strip_prefix('/').unwrap_or(key);
-    let directory = directory.strip_prefix('/').unwrap_or(directory);
-    let directory = directory.strip_suffix('/').unwrap_or(directory);
-    match key.strip_prefix(directory) {
-        Some(rest) => rest.is_empty() || rest.starts_with('/'),
-        None => false,
-    }
-}
-
 /// The key with a trailing `/`, so that a recursive operation on `/a` sees `/a/b` but
 /// not `/ab`.
 pub(crate) fn as_directory(mut key: String) -> String {
@@ -88,7 +77,5 @@ mod tests {
             let err = prepare_key(&prefix, key).unwrap_err();
             assert_eq!(err.to_string(), format!("empty key: {key:?}"));
         }
-        assert!(within("/pods/a", "pods"));
-        assert!(!within("/podsx/a", "/pods"));
     }
 }

@@ -59,7 +59,6 @@ mod lease;
 mod list;
 mod mvcc;
 mod object;
-mod start;
 mod store;
 mod update;
 mod watch;

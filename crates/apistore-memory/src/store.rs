@@ -20,10 +20,11 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 
 use crate::hub::WatchHub;
-use crate::key::{as_directory, path_prefix, prepare_key, within};
+use crate::key::{as_directory, path_prefix, prepare_key};
 use crate::kv::MemoryKv;
 use crate::lease;
 use crate::mvcc::Keys;
+use apistore_storage::key_prefix::within;
 
 /// How a store lays out its objects: the etcd3 store's `StoreConfig` without what only
 /// a network needs (timeouts, lease reuse).

@@ -28,6 +28,7 @@ mod codec;
 mod error;
 mod group_resource;
 mod interface;
+pub mod key_prefix;
 mod list;
 mod object;
 mod options;
