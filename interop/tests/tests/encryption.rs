@@ -309,6 +309,19 @@ async fn every_provider_written_by_one_side_reads_on_the_other(media_type: &str)
                 outcome(&go),
                 outcome(&api)
             );
+            // AES-CBC has no authentication: about one value in 250 decrypts under the
+            // wrong key to bytes whose padding checks. Both sides then fail to decode
+            // the garbage, and answer as D2 (docs/conformance.md) says they differ.
+            let garbage_decoded = matches!(&go, Err(failure) if failure.essence() == (500, "", ""));
+            if garbage_decoded && case.resource == "configmaps" {
+                eprintln!("{r}: {name}: the wrong aescbc key gave padding that checks (D2)");
+                assert_eq!(
+                    outcome(&api),
+                    Err((500, "InternalError".to_owned())),
+                    "{r}: {name} with the wrong key"
+                );
+                continue;
+            }
             assert_eq!(
                 outcome(&go),
                 outcome(&api),
