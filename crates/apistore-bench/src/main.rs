@@ -14,14 +14,15 @@
 //! against AES-GCM (src/kms.rs) and telemetry on against off (both arms apistore);
 //! lists of 10,000 realistic Pods stored as kube's
 //! protobuf against the same Pods as JSON and against a raw range plus decode
-//! (src/pods.rs). The baseline is src/raw.rs.
+//! (src/pods.rs); the watch cache's lists and watchers (src/cacher.rs). The baseline is
+//! src/raw.rs.
 //!
 //! Options (after `--` when run through cargo):
 //! - `--quick`: fewer rounds and shorter runs (under two minutes); the report is printed
 //!   but docs/benchmarks.md is left alone;
 //! - `--only NAME` (repeatable): only the workloads whose names contain one of the
 //!   NAMEs (`create`, `get, 16`, `list whole`, `pods`, `watch`, `idle`, `aes`, `aes get`,
-//!   `kms`, `kms get`,
+//!   `kms`, `kms get`, `cacher`, `cacher list`, `cacher watchers`,
 //!   `telemetry`, `telemetry untraced create`, `telemetry traced guaranteed update`...),
 //!   for profiling;
 //! - `--arm apistore|raw`: run only arm A or only arm B, for profiling (no report);
@@ -29,6 +30,7 @@
 
 mod alloc;
 mod bench;
+mod cacher;
 mod cpu;
 mod crud;
 mod driver;
@@ -249,6 +251,15 @@ async fn run_workloads(bench: &Bench) -> Result<(Vec<Comparison>, Vec<String>)> 
     if settings.selected("watch") || settings.selected("idle") {
         println!("watch: apistore against raw etcd-client");
         comparisons.extend(bench.watch_section().await?);
+        println!("  ({:.0} s)", section_started.elapsed().as_secs_f64());
+    }
+
+    let section_started = Instant::now();
+    if cacher::selected(settings) {
+        println!("cacher: the watch cache over the etcd3 store against raw etcd-client");
+        let (cached, cacher_notes) = bench.cacher_section().await?;
+        comparisons.extend(cached);
+        notes.extend(cacher_notes);
         println!("  ({:.0} s)", section_started.elapsed().as_secs_f64());
     }
 

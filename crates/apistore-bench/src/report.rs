@@ -117,6 +117,16 @@ impl Report {
                 "16 raw writers put new keys as fast as etcd takes them while one watcher decodes every event; *events/s* is bounded by how fast etcd takes the writes. *lag*: from sending a write to receiving its event. The client CPU includes the writers, the same in both arms. *replay*: a second watch from the same revision reads the same events from etcd's history, with no writers: the watch path alone.",
             ),
             (
+                Section::Cacher,
+                "Watch cache: lists served from memory",
+                "A = `apistore-cacher` over the etcd3 store, B = raw etcd-client: 10,000 objects of 1 KiB listed with resourceVersion 0 from the cache, against one range of the same keys with every value decoded.",
+            ),
+            (
+                Section::CacherWatch,
+                "Watch cache: many watchers, one etcd watch",
+                "A = N watchers of one namespace served by `apistore-cacher` (one etcd watch for all), B = one raw etcd-client watch decoding every event, while 16 raw writers create objects; *events/s per watcher* is the writes over the time from the first write to that watcher's last event (median over watchers).",
+            ),
+            (
                 Section::IdleWatch,
                 "Idle watches",
                 "Bytes still allocated per watch after opening 1,000 watches on distinct keys and letting them settle.",

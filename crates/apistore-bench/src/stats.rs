@@ -81,6 +81,10 @@ pub(crate) enum Section {
     PodList,
     /// One watcher and many writes.
     Watch,
+    /// The watch cache's lists against raw etcd-client.
+    Cacher,
+    /// The watch cache's watchers against one raw watch.
+    CacherWatch,
     /// The memory of idle watches.
     IdleWatch,
     /// AES-GCM against identity.

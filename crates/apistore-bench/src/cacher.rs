@@ -1,0 +1,329 @@
+//! The watch cache (`apistore-cacher`) over the etcd3 store, against raw etcd-client in
+//! the same run (`--only cacher`):
+//!
+//! - *cacher list*: 10,000 objects of 1 KiB listed with resourceVersion "0" from the
+//!   cache (arm A) against one etcd-client range of the same keys with every value
+//!   decoded (arm B);
+//! - *cacher watchers*: N watchers of one namespace served by the cache while 16 raw
+//!   writers create objects in it (arm A), against one raw etcd watch of the same
+//!   writes decoding every event (arm B). The figure compared is the events per second
+//!   each watcher receives: the cache serves all N from its one etcd watch.
+
+use std::hint::black_box;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use apistore_cacher::{Cacher, CacherConfig, CacherMetrics};
+use apistore_etcd3::Etcd3Store;
+use apistore_storage::{ListOptions, ResourceVersionMatch, Storage, WatchEvent, WatchStream};
+use etcd_client::WatchOptions;
+use futures::StreamExt as _;
+
+use crate::bench::Bench;
+use crate::driver::{self, Plan};
+use crate::error::{BenchError, Result};
+use crate::object::{
+    BenchObject, RESOURCE, etcd_key, etcd_namespace_prefix, object_name, store_namespace_key,
+};
+use crate::raw::decode;
+use crate::report::col;
+use crate::stats::{Comparison, Metric, Section, Unit};
+
+/// The workloads' names, for `--only`.
+pub(crate) const LIST: &str = "cacher list";
+pub(crate) const WATCHERS: &str = "cacher watchers";
+
+const ARMS: [&str; 2] = ["cache", "raw"];
+const NAMESPACE: &str = "cacher-list";
+const DEADLINE: Duration = Duration::from_secs(120);
+
+type Cached = Cacher<Etcd3Store<BenchObject>>;
+
+/// Whether any cacher workload is selected.
+pub(crate) fn selected(settings: &crate::settings::Settings) -> bool {
+    settings.selected(LIST) || settings.selected(WATCHERS)
+}
+
+impl Bench {
+    /// Both cacher workloads; the notes say what the cache's metrics saw.
+    pub(crate) async fn cacher_section(&self) -> Result<(Vec<Comparison>, Vec<String>)> {
+        let registry = prometheus::Registry::new();
+        let mut config = CacherConfig::new(format!("/{RESOURCE}"), RESOURCE);
+        config.metrics = Some(
+            CacherMetrics::register(&registry)
+                .map_err(|err| BenchError::Invalid(format!("cacher metrics: {err}")))?,
+        );
+        let cacher = Cacher::new((*self.store).clone(), config);
+        cacher.wait_until_ready().await?;
+        let mut comparisons = Vec::new();
+        let mut notes = Vec::new();
+        if self.settings.selected(LIST) {
+            comparisons.push(self.compare_cached_list(&cacher).await?);
+        }
+        if self.settings.selected(WATCHERS) {
+            let (comparison, note) = self.compare_cached_watchers(&cacher, &registry).await?;
+            comparisons.push(comparison);
+            notes.push(note);
+        }
+        drop(cacher);
+        self.compact().await?;
+        Ok((comparisons, notes))
+    }
+
+    async fn compare_cached_list(&self, cacher: &Cached) -> Result<Comparison> {
+        let objects = self.settings.list_objects;
+        println!("  {LIST}: filling {objects} objects");
+        let names = (0..objects).map(|i| object_name('k', 0, i)).collect();
+        self.fill(
+            NAMESPACE,
+            names,
+            &crate::bench::Backend::Raw(Arc::clone(&self.raw)),
+        )
+        .await?;
+        let revision = u64::try_from(self.current_revision().await?).unwrap_or(0);
+        cacher.wait_until_fresh(revision).await?;
+        println!("  {LIST}: cache (resourceVersion 0) against raw range + decode");
+        let repeats = self.settings.list_repeats.max(3);
+        let mut times: [Vec<f64>; 2] = [Vec::new(), Vec::new()];
+        let mut cpu: [Vec<f64>; 2] = [Vec::new(), Vec::new()];
+        for _ in 0..self.settings.rounds {
+            for arm in self.arm_indexes() {
+                let op = list_op(arm, cacher.clone(), Arc::clone(&self.raw), objects);
+                let sample = driver::drive(&self.cpu, 1, Plan::Count(repeats), &op, None).await?;
+                times[arm].push(sample.latency(0.5));
+                cpu[arm].push(sample.client_cpu_per_op());
+            }
+        }
+        self.clear(NAMESPACE).await?;
+        let keys = |times: &[f64]| {
+            times
+                .iter()
+                .map(|t| objects as f64 / t.max(1e-9))
+                .collect::<Vec<_>>()
+        };
+        let [time_a, time_b] = times;
+        let [cpu_a, cpu_b] = cpu;
+        Ok(Comparison::new(
+            Section::Cacher,
+            format!("{LIST} of {objects} × 1 KiB, resourceVersion 0"),
+            ARMS,
+            vec![
+                Metric::new(col::KEYS, Unit::PerSec, keys(&time_a), keys(&time_b)),
+                Metric::new(col::TIME, Unit::Seconds, time_a, time_b),
+                Metric::new("client CPU/list", Unit::CpuSeconds, cpu_a, cpu_b),
+            ],
+        ))
+    }
+
+    fn arm_indexes(&self) -> Vec<usize> {
+        match self.settings.single_arm {
+            Some(arm) => vec![arm],
+            None => vec![0, 1],
+        }
+    }
+
+    async fn compare_cached_watchers(
+        &self,
+        cacher: &Cached,
+        registry: &prometheus::Registry,
+    ) -> Result<(Comparison, String)> {
+        let (watchers, writes) = if self.settings.quick {
+            (100, 2_000)
+        } else {
+            (1_000, 5_000)
+        };
+        let workload = format!("{WATCHERS}: {watchers} watchers, 16 writers, {writes} writes");
+        println!("  {workload}: per-watcher events/s against one raw watch");
+        let mut rates: [Vec<f64>; 2] = [Vec::new(), Vec::new()];
+        for _ in 0..self.settings.rounds {
+            for arm in self.arm_indexes() {
+                let watchers = if arm == 0 { watchers } else { 1 };
+                rates[arm].push(self.watchers_run(arm, cacher, watchers, writes).await?);
+            }
+        }
+        let terminated = counter(registry, "apiserver_terminated_watchers_total");
+        let dispatched = counter(registry, "apiserver_watch_cache_events_dispatched_total");
+        let note = format!(
+            "{WATCHERS}: the cache held one etcd watch for all {watchers} watchers; over the run it \
+             dispatched {dispatched} events and terminated {terminated} watchers for not keeping up \
+             (apiserver_terminated_watchers_total)"
+        );
+        let [a, b] = rates;
+        Ok((
+            Comparison::new(
+                Section::CacherWatch,
+                workload,
+                ARMS,
+                vec![Metric::new("events/s per watcher", Unit::PerSec, a, b)],
+            ),
+            note,
+        ))
+    }
+
+    /// Opens `watchers` watches of a fresh namespace (through the cache, or one raw
+    /// watch), has 16 raw writers create `writes` objects there, and waits until every
+    /// watcher has seen all of them. Returns the median per-watcher events per second
+    /// (writes over the time from the first write to that watcher's last event).
+    async fn watchers_run(
+        &self,
+        arm: usize,
+        cacher: &Cached,
+        watchers: usize,
+        writes: u64,
+    ) -> Result<f64> {
+        let namespace = self.fresh_namespace("cacher-watch");
+        let revision = self.current_revision().await?;
+        let mut streams = Vec::with_capacity(watchers);
+        for _ in 0..watchers {
+            streams.push(if arm == 0 {
+                let options =
+                    ListOptions::prefix().at(revision.to_string(), ResourceVersionMatch::Unset);
+                Events::Cache(
+                    cacher
+                        .watch(&store_namespace_key(&namespace), &options)
+                        .await?,
+                )
+            } else {
+                let options = WatchOptions::new()
+                    .with_prefix()
+                    .with_prev_key()
+                    .with_start_revision(revision + 1);
+                let stream = self
+                    .raw
+                    .watch_client()
+                    .watch(etcd_namespace_prefix(&namespace), Some(options))
+                    .await?;
+                Events::Raw(Box::new(stream))
+            });
+        }
+        let base = Instant::now();
+        let readers: Vec<_> = streams
+            .into_iter()
+            .map(|events| tokio::spawn(read_count(events, writes, base)))
+            .collect();
+        let writers = 16u64;
+        let template = Self::template(&namespace);
+        let mut tasks = Vec::new();
+        for writer in 0..writers {
+            let mut kv = self.raw.kv();
+            let template = Arc::clone(&template);
+            let namespace = namespace.clone();
+            tasks.push(tokio::spawn(async move {
+                let mut index = writer;
+                while index < writes {
+                    let name = object_name('v', 0, index);
+                    let value = serde_json::to_vec(&template.named(name.clone()))?;
+                    kv.put(etcd_key(&namespace, &name), value, None).await?;
+                    index += writers;
+                }
+                Ok::<_, BenchError>(())
+            }));
+        }
+        for task in tasks {
+            task.await??;
+        }
+        let mut per_watcher = Vec::with_capacity(readers.len());
+        for reader in readers {
+            let elapsed = reader.await??;
+            per_watcher.push(writes as f64 / elapsed.as_secs_f64().max(1e-9));
+        }
+        self.clear(&namespace).await?;
+        Ok(crate::stats::median(&per_watcher))
+    }
+}
+
+fn list_op(arm: usize, cacher: Cached, raw: Arc<crate::raw::Raw>, objects: u64) -> driver::OpFn {
+    driver::op(move |_, _| {
+        let cacher = cacher.clone();
+        let raw = Arc::clone(&raw);
+        async move {
+            let listed = if arm == 0 {
+                let options = ListOptions::prefix().at("0", ResourceVersionMatch::NotOlderThan);
+                let list = cacher
+                    .list(&store_namespace_key(NAMESPACE), &options)
+                    .await?;
+                let listed = list.items.len();
+                black_box(list);
+                listed
+            } else {
+                raw.list(&etcd_namespace_prefix(NAMESPACE), 0, |items| {
+                    black_box(items);
+                })
+                .await?
+            };
+            if listed as u64 != objects {
+                return Err(BenchError::Invalid(format!(
+                    "listed {listed} objects, expected {objects}"
+                )));
+            }
+            Ok(())
+        }
+    })
+}
+
+/// A watch being read: the cache's or etcd-client's.
+enum Events {
+    Cache(WatchStream<BenchObject>),
+    Raw(Box<etcd_client::WatchStream>),
+}
+
+/// Reads until `count` objects were added; returns when the last one arrived.
+async fn read_count(mut events: Events, count: u64, base: Instant) -> Result<Duration> {
+    let deadline = tokio::time::Instant::now() + DEADLINE;
+    let mut seen = 0u64;
+    while seen < count {
+        let next = tokio::time::timeout_at(deadline, async {
+            match &mut events {
+                Events::Cache(stream) => match stream.next().await {
+                    Some(WatchEvent::Added(object)) => {
+                        black_box(object);
+                        Ok(1)
+                    }
+                    Some(WatchEvent::Error(status)) => Err(BenchError::Invalid(format!(
+                        "the cache's watch ended with {status:?}"
+                    ))),
+                    Some(_) => Ok(0),
+                    None => Err(BenchError::Invalid(
+                        "the cache terminated a watcher (it did not keep up)".to_owned(),
+                    )),
+                },
+                Events::Raw(stream) => {
+                    let Some(response) = stream.message().await? else {
+                        return Err(BenchError::Invalid("the raw watch ended early".to_owned()));
+                    };
+                    let mut n = 0;
+                    for kv in response.events().iter().filter_map(|e| e.kv()) {
+                        black_box(decode(kv.value(), kv.mod_revision())?);
+                        n += 1;
+                    }
+                    Ok(n)
+                }
+            }
+        })
+        .await;
+        match next {
+            Ok(n) => seen += n?,
+            Err(_) => {
+                return Err(BenchError::Invalid(format!(
+                    "a watcher saw {seen} of {count} events in {DEADLINE:?}"
+                )));
+            }
+        }
+    }
+    Ok(base.elapsed())
+}
+
+/// The sum of a counter family's series in `registry`.
+fn counter(registry: &prometheus::Registry, name: &str) -> f64 {
+    registry
+        .gather()
+        .iter()
+        .filter(|family| family.name() == name)
+        .flat_map(|family| {
+            family
+                .get_metric()
+                .iter()
+                .map(|m| m.get_counter().get_value())
+        })
+        .sum()
+}

@@ -1,0 +1,597 @@
+//! The reference's cacher-level tests (`cacher_whitebox_test.go`, `cacher_test.go`) that
+//! test behaviour, over the in-memory store: which requests the cache answers and
+//! which it sends to the backend, where watches start, slow watchers, bookmarks, and
+//! `RunTestConsistentList` with the cache's expectations.
+
+// A test: a failed step must fail it loudly.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use apistore_cacher::{Cacher, CacherConfig};
+use apistore_memory::{KvConfig, MemoryKv, MemoryStore, MemoryStoreConfig};
+use apistore_storage::{
+    DeleteOptions, GetOptions, ListOptions, ObjectList, ResourceVersionMatch, ResponseMeta, Result,
+    Storage, Update, UpdateOptions, Versioner, WatchEvent, WatchStream,
+};
+use apistore_testing::suite::Pod;
+use futures::StreamExt as _;
+
+/// The backend, recording the lists and watches the cacher sends it (the reference's
+/// `dummyStorage`, but over a working store).
+#[derive(Clone)]
+struct Recording {
+    store: MemoryStore<Pod>,
+    lists: Arc<Mutex<Vec<(String, ListOptions)>>>,
+    gets: Arc<Mutex<Vec<String>>>,
+    watches: Arc<Mutex<usize>>,
+}
+
+impl Recording {
+    fn new() -> Self {
+        let kv = MemoryKv::new(KvConfig::default());
+        Self {
+            store: MemoryStore::new(kv, MemoryStoreConfig::for_resource("pods")),
+            lists: Arc::default(),
+            gets: Arc::default(),
+            watches: Arc::default(),
+        }
+    }
+
+    /// The lists of keys other than the resource prefix (those are the cacher's own:
+    /// its lists of everything and its one-item lists for the current revision).
+    fn take_request_lists(&self) -> Vec<ListOptions> {
+        let mut lists = self.lists.lock().unwrap();
+        lists
+            .drain(..)
+            .filter(|(key, _)| key != "/pods")
+            .map(|(_, options)| options)
+            .collect()
+    }
+}
+
+impl Storage for Recording {
+    type Object = Pod;
+
+    fn versioner(&self) -> &dyn Versioner {
+        self.store.versioner()
+    }
+    async fn create(&self, key: &str, object: Pod, ttl: u64) -> Result<Pod> {
+        self.store.create(key, object, ttl).await
+    }
+    async fn get(&self, key: &str, options: &GetOptions) -> Result<Pod> {
+        self.gets.lock().unwrap().push(key.to_owned());
+        self.store.get(key, options).await
+    }
+    async fn delete(&self, key: &str, options: DeleteOptions<Pod>) -> Result<Pod> {
+        self.store.delete(key, options).await
+    }
+    async fn guaranteed_update<F>(
+        &self,
+        key: &str,
+        options: UpdateOptions<Pod>,
+        try_update: F,
+    ) -> Result<Pod>
+    where
+        F: FnMut(Pod, &ResponseMeta) -> Result<Update<Pod>> + Send,
+    {
+        self.store.guaranteed_update(key, options, try_update).await
+    }
+    async fn list(&self, key: &str, options: &ListOptions) -> Result<ObjectList<Pod>> {
+        self.lists
+            .lock()
+            .unwrap()
+            .push((key.to_owned(), options.clone()));
+        self.store.list(key, options).await
+    }
+    async fn watch(&self, key: &str, options: &ListOptions) -> Result<WatchStream<Pod>> {
+        *self.watches.lock().unwrap() += 1;
+        self.store.watch(key, options).await
+    }
+    async fn count(&self, key: &str) -> Result<i64> {
+        self.store.count(key).await
+    }
+    async fn readiness_check(&self) -> Result<()> {
+        self.store.readiness_check().await
+    }
+    async fn request_watch_progress(&self) -> Result<()> {
+        self.store.request_watch_progress().await
+    }
+}
+
+fn config(consistent: bool) -> CacherConfig<Pod> {
+    let mut config = CacherConfig::new("/pods", "pods").with_key_fn(Pod::key);
+    config.consistent_reads_from_cache = consistent;
+    config
+}
+
+async fn cacher(backend: &Recording, config: CacherConfig<Pod>) -> Cacher<Recording> {
+    let cacher = Cacher::new(backend.clone(), config);
+    cacher.wait_until_ready().await.unwrap();
+    backend.lists.lock().unwrap().clear();
+    cacher
+}
+
+async fn create(store: &impl Storage<Object = Pod>, pod: Pod) -> Pod {
+    store.create(&pod.key(), pod, 0).await.unwrap()
+}
+
+fn rv(pod: &Pod) -> u64 {
+    pod.metadata.resource_version.parse().unwrap()
+}
+
+fn list_options(rv: &str, rv_match: ResourceVersionMatch, limit: i64, token: &str) -> ListOptions {
+    let mut options = ListOptions::prefix().at(rv, rv_match).limit(limit);
+    options.predicate.continue_token = token.to_owned();
+    options
+}
+
+async fn next_event(w: &mut WatchStream<Pod>) -> WatchEvent<Pod> {
+    tokio::time::timeout(Duration::from_secs(10), w.next())
+        .await
+        .expect("no event within 10s")
+        .expect("the watch ended")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn test_get_list_cache_bypass() {
+    use ResourceVersionMatch::{Exact, Unset};
+    let backend = Recording::new();
+    for i in 0..3 {
+        create(&backend, Pod::new("ns", &format!("pod-{i}"))).await;
+    }
+    // A continue token the etcd3 store (and so the in-memory one) accepts.
+    let token = backend
+        .store
+        .list("/pods/ns", &list_options("", Unset, 1, ""))
+        .await
+        .unwrap()
+        .metadata
+        .continue_token;
+    let common = [
+        (list_options("0", Unset, 0, ""), false),
+        (list_options("1", Unset, 0, ""), false),
+        (list_options("", Unset, 0, &token), true),
+        (list_options("0", Unset, 0, &token), true),
+        (list_options("1", Unset, 0, &token), true),
+        (list_options("0", Unset, 500, ""), false),
+        // The legacy exact match and Exact: the window does not reach back to 1 (the
+        // cache was listed after the creations), so the backend answers, as in kube.
+        (list_options("1", Unset, 500, ""), true),
+        (list_options("", Exact, 0, ""), true),
+        (list_options("0", Exact, 0, ""), true),
+        (list_options("1", Exact, 0, ""), true),
+    ];
+    for consistent in [false, true] {
+        let cacher = cacher(&backend, config(consistent)).await;
+        let mut cases = common.to_vec();
+        cases.push((list_options("", Unset, 0, ""), !consistent));
+        cases.push((list_options("", Unset, 500, ""), !consistent));
+        for (options, expect_bypass) in cases {
+            let result = cacher.list("/pods/ns", &options).await;
+            let bypassed = !backend.take_request_lists().is_empty();
+            assert_eq!(
+                bypassed, expect_bypass,
+                "consistent reads from cache: {consistent}, options {options:?}, result {result:?}"
+            );
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn test_get_list_non_recursive_cache_bypass() {
+    let backend = Recording::new();
+    let pod = create(&backend, Pod::new("ns", "pod")).await;
+    let cacher = cacher(&backend, config(false)).await;
+    let mut options = ListOptions::default().at("0", ResourceVersionMatch::Unset);
+    let list = cacher.list(&pod.key(), &options).await.unwrap();
+    assert_eq!(list.items, std::slice::from_ref(&pod));
+    assert!(
+        backend.take_request_lists().is_empty(),
+        "served from the cache"
+    );
+    options.resource_version = String::new();
+    let list = cacher.list(&pod.key(), &options).await.unwrap();
+    assert_eq!(list.items, [pod]);
+    assert_eq!(
+        backend.take_request_lists().len(),
+        1,
+        "consistent: the backend"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn test_get_cache_bypass() {
+    let backend = Recording::new();
+    let pod = create(&backend, Pod::new("ns", "pod")).await;
+    let cacher = cacher(&backend, config(false)).await;
+    for (resource_version, expect_bypass) in [("0", false), ("", true), ("1", false)] {
+        let options = GetOptions {
+            resource_version: resource_version.to_owned(),
+            ..GetOptions::default()
+        };
+        let got = cacher.get(&pod.key(), &options).await.unwrap();
+        assert_eq!(got, pod);
+        let bypassed = !std::mem::take(&mut *backend.gets.lock().unwrap()).is_empty();
+        assert_eq!(
+            bypassed, expect_bypass,
+            "resourceVersion {resource_version:?}"
+        );
+    }
+    let err = cacher
+        .get(
+            "/pods/ns/missing",
+            &GetOptions {
+                resource_version: "0".to_owned(),
+                ..GetOptions::default()
+            },
+        )
+        .await
+        .unwrap_err();
+    assert!(err.is_not_found(), "{err}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn test_watch_cache_bypass() {
+    let backend = Recording::new();
+    let cacher = cacher(&backend, config(false)).await;
+    for resource_version in ["", "0", "1"] {
+        let options = ListOptions::prefix().at(resource_version, ResourceVersionMatch::Unset);
+        let _watch = cacher.watch("/pods/ns", &options).await.unwrap();
+    }
+    assert_eq!(
+        *backend.watches.lock().unwrap(),
+        1,
+        "only the cache's own watch"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn test_starting_resource_version() {
+    let backend = Recording::new();
+    let cacher = cacher(&backend, config(false)).await;
+    let mut pod = create(&backend, Pod::new("ns", "foo")).await;
+    let start = rv(&pod) + 5;
+    for i in 1..=11 {
+        pod.metadata.resource_version.clear();
+        pod.metadata.labels.insert("foo".to_owned(), i.to_string());
+        pod = backend
+            .guaranteed_update(&pod.key(), UpdateOptions::default(), |_, _| {
+                Ok(Update::new(pod.clone()))
+            })
+            .await
+            .unwrap();
+    }
+    cacher.wait_until_fresh(rv(&pod)).await.unwrap();
+    let options = ListOptions::default().at(start.to_string(), ResourceVersionMatch::Unset);
+    let mut w = cacher.watch(&pod.key(), &options).await.unwrap();
+    let WatchEvent::Modified(first) = next_event(&mut w).await else {
+        panic!("expected a MODIFIED event")
+    };
+    assert!(
+        rv(&first) > start,
+        "event at {} from a watch at {start}",
+        rv(&first)
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn test_watcher_not_going_back_in_time() {
+    let backend = Recording::new();
+    let cacher = cacher(&backend, config(false)).await;
+    let total = 100;
+    let start = cacher.resource_version().to_string();
+    let options = ListOptions::prefix().at(start, ResourceVersionMatch::Unset);
+    create(&backend, Pod::new("ns", "pod-1000")).await;
+    // A watcher that reads slowly.
+    let mut slow = cacher.watch("/pods/ns", &options).await.unwrap();
+    let slow_reader = tokio::spawn(async move {
+        let mut read = 0;
+        while slow.next().await.is_some() {
+            tokio::time::sleep(Duration::from_millis(1)).await;
+            read += 1;
+            if read == total {
+                break;
+            }
+        }
+    });
+    for i in 1..total {
+        create(&backend, Pod::new("ns", &format!("pod-{}", 1000 + i))).await;
+    }
+    // A fast watcher from the same revision gets every object once, in order.
+    let mut fast = cacher.watch("/pods/ns", &options).await.unwrap();
+    let mut current = 0;
+    let mut seen = std::collections::BTreeSet::new();
+    while seen.len() < total {
+        let event = next_event(&mut fast).await;
+        let pod = event.object().unwrap();
+        assert!(
+            rv(pod) >= current,
+            "went back in time: {} after {current}",
+            rv(pod)
+        );
+        current = rv(pod);
+        assert!(
+            seen.insert(pod.metadata.name.clone()),
+            "{} twice",
+            pod.metadata.name
+        );
+    }
+    slow_reader.abort();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn test_dispatch_event_will_not_be_blocked_by_timed_out_watcher() {
+    let backend = Recording::new();
+    let cacher = cacher(&backend, config(false)).await;
+    let options = ListOptions::prefix().at(
+        cacher.resource_version().to_string(),
+        ResourceVersionMatch::Unset,
+    );
+    // Never read: its buffer fills, the dispatcher waits at most its time budget, then
+    // terminates it.
+    let mut blocked = cacher.watch("/pods/ns", &options).await.unwrap();
+    let mut reader = cacher.watch("/pods/ns", &options).await.unwrap();
+    let total = 150;
+    let writer = tokio::spawn({
+        let backend = backend.clone();
+        async move {
+            for i in 0..total {
+                create(&backend, Pod::new("ns", &format!("pod-{i}"))).await;
+                // Paced, so that the reader keeps up once the blocked watcher has used
+                // the time budget (the reference's test fakes an endless budget).
+                tokio::time::sleep(Duration::from_millis(2)).await;
+            }
+        }
+    });
+    for _ in 0..total {
+        assert!(matches!(
+            next_event(&mut reader).await,
+            WatchEvent::Added(_)
+        ));
+    }
+    writer.await.unwrap();
+    let mut received = 0;
+    while let Ok(Some(_)) = tokio::time::timeout(Duration::from_secs(5), blocked.next()).await {
+        received += 1;
+    }
+    assert!(
+        received < total,
+        "the blocked watcher got all {received} events"
+    );
+    assert_eq!(
+        cacher.watcher_count(),
+        1,
+        "the blocked watcher was terminated"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn test_cacher_no_leak_with_multiple_watchers() {
+    let backend = Recording::new();
+    let cacher = cacher(&backend, config(false)).await;
+    let options = ListOptions::prefix()
+        .at("0", ResourceVersionMatch::Unset)
+        .bookmarks();
+    let mut watches = Vec::new();
+    for _ in 0..50 {
+        watches.push(cacher.watch("/pods", &options).await.unwrap());
+    }
+    assert_eq!(cacher.watcher_count(), 50);
+    drop(watches);
+    assert_eq!(cacher.watcher_count(), 0);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn test_cacher_send_bookmark_events() {
+    for allow_bookmarks in [true, false] {
+        let backend = Recording::new();
+        let mut config = config(false);
+        config.bookmark_frequency = Duration::from_millis(200);
+        let cacher = cacher(&backend, config).await;
+        let start = cacher.resource_version();
+        let mut options = ListOptions::prefix().at(start.to_string(), ResourceVersionMatch::Unset);
+        options.predicate.allow_watch_bookmarks = allow_bookmarks;
+        let mut w = cacher.watch("/pods/ns", &options).await.unwrap();
+        // Changes this watcher does not see move the cache's revision: its bookmarks
+        // say so.
+        let elsewhere = create(&backend, Pod::new("other", "pod")).await;
+        let event = tokio::time::timeout(Duration::from_secs(3), w.next()).await;
+        match (allow_bookmarks, event) {
+            (true, Ok(Some(WatchEvent::Bookmark(bookmark)))) => {
+                assert_eq!(
+                    bookmark.metadata.resource_version,
+                    elsewhere.metadata.resource_version
+                );
+                assert!(bookmark.metadata.annotations.is_empty(), "{bookmark:?}");
+            }
+            (false, Err(_)) => {}
+            (allow, other) => panic!("allowWatchBookmarks={allow}: got {other:?}"),
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn test_bookmarks_on_resource_version_updates() {
+    // A progress bookmark of the backend moves the cache's revision without a change,
+    // and the next bookmark to a watcher carries it.
+    let backend = Recording::new();
+    let mut config = config(true);
+    config.bookmark_frequency = Duration::from_millis(100);
+    let cacher = cacher(&backend, config).await;
+    let pod = create(&backend, Pod::new("ns", "pod")).await;
+    // A write outside the cached prefix moves the backend's revision only.
+    backend.store.kv().raw_put("/elsewhere", "x");
+    let current = u64::try_from(backend.store.kv().revision()).unwrap();
+    assert!(current > rv(&pod));
+    let options = ListOptions::prefix()
+        .at("0", ResourceVersionMatch::Unset)
+        .bookmarks();
+    let mut w = cacher.watch("/pods", &options).await.unwrap();
+    assert!(matches!(next_event(&mut w).await, WatchEvent::Added(_)));
+    // A consistent list asks for progress and waits for the cache to reach `current`.
+    let list = cacher.list("/pods", &ListOptions::prefix()).await.unwrap();
+    assert_eq!(list.metadata.resource_version, current.to_string());
+    loop {
+        if let WatchEvent::Bookmark(bookmark) = next_event(&mut w).await {
+            if bookmark.metadata.resource_version == current.to_string() {
+                break;
+            }
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn test_watch_from_before_the_window_is_gone() {
+    let backend = Recording::new();
+    let pod = create(&backend, Pod::new("ns", "pod")).await;
+    let cacher = cacher(&backend, config(false)).await;
+    let options = ListOptions::prefix().at("1", ResourceVersionMatch::Unset);
+    let mut w = cacher.watch("/pods", &options).await.unwrap();
+    match next_event(&mut w).await {
+        WatchEvent::Error(status) => {
+            assert_eq!(status.code, 410);
+            assert!(
+                status
+                    .message
+                    .contains(&format!("too old resource version: 1 ({})", rv(&pod))),
+                "{status:?}"
+            );
+        }
+        other => panic!("expected 410, got {other:?}"),
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn test_list_waits_for_fresh_cache_and_times_out_with_too_large_resource_version() {
+    let backend = Recording::new();
+    let cacher = cacher(&backend, config(false)).await;
+    let future = cacher.resource_version() + 100;
+    let options = ListOptions::prefix().at(future.to_string(), ResourceVersionMatch::NotOlderThan);
+    let started = std::time::Instant::now();
+    let err = cacher.list("/pods", &options).await.unwrap_err();
+    assert!(err.is_too_large_resource_version(), "{err}");
+    assert!(
+        started.elapsed() >= Duration::from_secs(3),
+        "{:?}",
+        started.elapsed()
+    );
+    assert_eq!(err.status().code, 504);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn test_list_first_page_from_cache_continues_at_the_backend() {
+    let backend = Recording::new();
+    let mut created = Vec::new();
+    for i in 0..5 {
+        created.push(create(&backend, Pod::new("ns", &format!("pod-{i}"))).await);
+    }
+    let cacher = cacher(&backend, config(true)).await;
+    let last = rv(created.last().unwrap());
+    let options = list_options(&last.to_string(), ResourceVersionMatch::NotOlderThan, 2, "");
+    let first = cacher.list("/pods/ns", &options).await.unwrap();
+    assert_eq!(first.items, created[..2]);
+    assert_eq!(first.metadata.remaining_item_count, Some(3));
+    assert!(
+        backend.take_request_lists().is_empty(),
+        "first page from the cache"
+    );
+    // The backend's own first page carries the same token.
+    let direct = backend
+        .store
+        .list(
+            "/pods/ns",
+            &list_options(&last.to_string(), ResourceVersionMatch::Exact, 2, ""),
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        first.metadata.continue_token,
+        direct.metadata.continue_token
+    );
+    let rest = cacher
+        .list(
+            "/pods/ns",
+            &list_options(
+                "",
+                ResourceVersionMatch::Unset,
+                10,
+                &first.metadata.continue_token,
+            ),
+        )
+        .await
+        .unwrap();
+    assert_eq!(rest.items, created[2..]);
+    assert_eq!(
+        backend.take_request_lists().len(),
+        1,
+        "continuation from the backend"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn test_exact_list_from_the_window() {
+    let backend = Recording::new();
+    let cacher = cacher(&backend, config(false)).await;
+    let a = create(&backend, Pod::new("ns", "a")).await;
+    let b = create(&backend, Pod::new("ns", "b")).await;
+    backend
+        .delete(&a.key(), DeleteOptions::default())
+        .await
+        .unwrap();
+    let now = u64::try_from(backend.store.kv().revision()).unwrap();
+    cacher.wait_until_fresh(now).await.unwrap();
+    for (at, expected) in [
+        (rv(&a), vec![a.clone()]),
+        (rv(&b), vec![a.clone(), b.clone()]),
+        (now, vec![b.clone()]),
+    ] {
+        let options = ListOptions::prefix().at(at.to_string(), ResourceVersionMatch::Exact);
+        let list = cacher.list("/pods/ns", &options).await.unwrap();
+        assert_eq!(list.items, expected, "at {at}");
+        assert_eq!(list.metadata.resource_version, at.to_string());
+        let direct = backend.store.list("/pods/ns", &options).await.unwrap();
+        assert_eq!(list, direct, "the backend answers the same at {at}");
+    }
+    assert!(
+        backend.take_request_lists().is_empty(),
+        "all from the window"
+    );
+}
+
+/// kube's `RunTestConsistentList` with `cacheEnabled=true, consistentReadsSupported=true`
+/// (the suite runs the variant without a cache): a "0" list before sync answers the
+/// cache's revision, a consistent one the current revision, and a "0" list after it too.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn test_consistent_list() {
+    let backend = Recording::new();
+    let cacher = cacher(&backend, config(true)).await;
+    let created = create(&backend, Pod::new("default", "foo")).await;
+    cacher.wait_until_fresh(rv(&created)).await.unwrap();
+    // What the compaction of the reference's test does: a write outside the prefix.
+    backend.store.kv().raw_put("compact_rev_key", "x");
+    let current_rv = (rv(&created) + 1).to_string();
+    let cases = [
+        (
+            "Non-consistent list before sync",
+            "0",
+            created.metadata.resource_version.clone(),
+        ),
+        (
+            "Consistent request returns currentRV",
+            "",
+            current_rv.clone(),
+        ),
+        (
+            "Non-consistent request after sync returns currentRV",
+            "0",
+            current_rv,
+        ),
+    ];
+    for (name, request_rv, want) in cases {
+        let options = ListOptions::default().at(request_rv, ResourceVersionMatch::Unset);
+        let out = cacher.list("/pods/empty", &options).await.unwrap();
+        assert_eq!(out.metadata.resource_version, want, "{name}");
+    }
+}
