@@ -234,36 +234,7 @@ pub(crate) enum Command {
     #[command(
         after_help = "Examples:\n  apistore list configmaps --limit 500\n  apistore list pods/default -l app=web --all"
     )]
-    List {
-        /// The prefix, relative to the store prefix.
-        #[arg(value_name = "PREFIX")]
-        key_prefix: String,
-        /// The most items per page (0: no limit).
-        #[arg(long, default_value_t = 0)]
-        limit: i64,
-        /// A continue token from a previous page.
-        #[arg(long = "continue")]
-        continue_token: Option<String>,
-        /// The resourceVersion to list at.
-        #[arg(long = "rv")]
-        resource_version: Option<String>,
-        /// How the resourceVersion is matched.
-        #[arg(long = "rv-match", value_parser = ["Exact", "NotOlderThan"])]
-        resource_version_match: Option<String>,
-        /// A label selector, e.g. `app=web,tier!=db`.
-        #[arg(short = 'l', long = "selector")]
-        selector: Option<String>,
-        /// A field selector, e.g. `metadata.name=cm1`.
-        #[arg(long = "field-selector")]
-        field_selector: Option<String>,
-        /// Follow continue tokens to the end and print every item.
-        #[arg(long)]
-        all: bool,
-        /// Leave out the values that cannot be decrypted or decoded, each named on
-        /// stderr, instead of failing (selectors apply; paging does not).
-        #[arg(long)]
-        skip_undecodable: bool,
-    },
+    List(ListArgs),
     /// Watch the objects under a prefix: one JSON line per event,
     /// `{"type":"ADDED","object":{...}}`, printed as it arrives; `-o table` one line
     /// per event (type, name, namespace, resourceVersion, kind), `-o name`
@@ -273,39 +244,76 @@ pub(crate) enum Command {
     #[command(
         after_help = "Examples:\n  apistore watch configmaps/default --rv 1234\n  apistore watch pods --send-initial-events --bookmarks --max-events 10"
     )]
-    Watch {
-        /// The prefix, relative to the store prefix.
-        #[arg(value_name = "PREFIX")]
-        key_prefix: String,
-        /// Send the changes after this resourceVersion. Unset or 0: the current objects
-        /// first, as ADDED events, then the changes.
-        #[arg(long = "rv")]
-        resource_version: Option<String>,
-        /// Accept BOOKMARK events.
-        #[arg(long)]
-        bookmarks: bool,
-        /// Ask for the current objects first (kube-apiserver's `sendInitialEvents`, with
-        /// its WatchList feature on); with --bookmarks a BOOKMARK annotated
-        /// `k8s.io/initial-events-end` follows them.
-        #[arg(long)]
-        send_initial_events: bool,
-        /// A label selector, e.g. `app=web,tier!=db`.
-        #[arg(short = 'l', long = "selector")]
-        selector: Option<String>,
-        /// A field selector, e.g. `metadata.name=cm1`.
-        #[arg(long = "field-selector")]
-        field_selector: Option<String>,
-        /// Exit after this many events.
-        #[arg(long)]
-        max_events: Option<u64>,
-        /// Exit after this many seconds.
-        #[arg(long)]
-        timeout: Option<u64>,
-        /// Go past the values that cannot be decrypted or decoded, each named on stderr
-        /// (`skipped KEY: REASON`), instead of ending the watch with an ERROR event.
-        #[arg(long)]
-        skip_undecodable: bool,
-    },
+    Watch(WatchArgs),
+}
+
+/// The flags of `list`.
+#[derive(Debug, Args)]
+pub(crate) struct ListArgs {
+    /// The prefix, relative to the store prefix.
+    #[arg(value_name = "PREFIX")]
+    pub(crate) key_prefix: String,
+    /// The most items per page (0: no limit).
+    #[arg(long, default_value_t = 0)]
+    pub(crate) limit: i64,
+    /// A continue token from a previous page.
+    #[arg(long = "continue")]
+    pub(crate) continue_token: Option<String>,
+    /// The resourceVersion to list at.
+    #[arg(long = "rv")]
+    pub(crate) resource_version: Option<String>,
+    /// How the resourceVersion is matched.
+    #[arg(long = "rv-match", value_parser = ["Exact", "NotOlderThan"])]
+    pub(crate) resource_version_match: Option<String>,
+    /// A label selector, e.g. `app=web,tier!=db`.
+    #[arg(short = 'l', long = "selector")]
+    pub(crate) selector: Option<String>,
+    /// A field selector, e.g. `metadata.name=cm1`.
+    #[arg(long = "field-selector")]
+    pub(crate) field_selector: Option<String>,
+    /// Follow continue tokens to the end and print every item.
+    #[arg(long)]
+    pub(crate) all: bool,
+    /// Leave out the values that cannot be decrypted or decoded, each named on
+    /// stderr, instead of failing (selectors apply; paging does not).
+    #[arg(long)]
+    pub(crate) skip_undecodable: bool,
+}
+
+/// The flags of `watch`.
+#[derive(Debug, Args)]
+pub(crate) struct WatchArgs {
+    /// The prefix, relative to the store prefix.
+    #[arg(value_name = "PREFIX")]
+    pub(crate) key_prefix: String,
+    /// Send the changes after this resourceVersion. Unset or 0: the current objects
+    /// first, as ADDED events, then the changes.
+    #[arg(long = "rv")]
+    pub(crate) resource_version: Option<String>,
+    /// Accept BOOKMARK events.
+    #[arg(long)]
+    pub(crate) bookmarks: bool,
+    /// Ask for the current objects first (kube-apiserver's `sendInitialEvents`, with
+    /// its WatchList feature on); with --bookmarks a BOOKMARK annotated
+    /// `k8s.io/initial-events-end` follows them.
+    #[arg(long)]
+    pub(crate) send_initial_events: bool,
+    /// A label selector, e.g. `app=web,tier!=db`.
+    #[arg(short = 'l', long = "selector")]
+    pub(crate) selector: Option<String>,
+    /// A field selector, e.g. `metadata.name=cm1`.
+    #[arg(long = "field-selector")]
+    pub(crate) field_selector: Option<String>,
+    /// Exit after this many events.
+    #[arg(long)]
+    pub(crate) max_events: Option<u64>,
+    /// Exit after this many seconds.
+    #[arg(long)]
+    pub(crate) timeout: Option<u64>,
+    /// Go past the values that cannot be decrypted or decoded, each named on stderr
+    /// (`skipped KEY: REASON`), instead of ending the watch with an ERROR event.
+    #[arg(long)]
+    pub(crate) skip_undecodable: bool,
 }
 
 /// Encryption at rest.

@@ -1,0 +1,106 @@
+//! Connecting and building stores: the facade's `ApiStore` from the global flags
+//! (endpoints, TLS, credentials, encryption config, media type, metrics), the resource a
+//! key belongs to, and the unconfined store `keys` reads with. The object types the
+//! stores hold are `object.rs`'s.
+
+use std::time::Duration;
+
+use apistore::layers::etcd3::Etcd3Store;
+use apistore::{ApiStore, DynamicObject};
+
+use crate::args::GlobalArgs;
+use crate::error::CliError;
+
+/// The facade over `global`'s endpoints and options, registering its metrics in
+/// `registry` for `--metrics-out`; each KMS plugin that failed its first health check
+/// is named on stderr.
+pub(super) async fn connect(
+    global: &GlobalArgs,
+    registry: Option<&apistore::prometheus::Registry>,
+) -> Result<ApiStore, CliError> {
+    let mut builder = ApiStore::builder()
+        .endpoints(global.endpoints.iter().cloned())
+        .prefix(global.prefix.clone())
+        .request_timeout(Some(Duration::from_secs(global.request_timeout.max(1))))
+        .dial_timeout(Duration::from_secs(5)); // etcdctl's --dial-timeout
+    if let Some(path) = &global.encryption_config {
+        builder = builder.encryption_config_file(path);
+    }
+    if let Some(media_type) = &global.storage_media_type {
+        let media_type =
+            media_type
+                .parse::<apistore::MediaType>()
+                .map_err(|e| CliError::FlagValue {
+                    flag: "--storage-media-type",
+                    message: e.to_string(),
+                })?;
+        builder = builder.storage_media_type(media_type);
+    }
+    let tls = apistore::TlsConfig::from_files(
+        global.cacert.as_deref(),
+        global.client_cert.as_deref(),
+        global.client_key.as_deref(),
+    )
+    .map_err(CliError::Tls)?;
+    if let Some(tls) = tls {
+        builder = builder.tls(tls);
+    }
+    match (&global.user, &global.password) {
+        (Some(user), Some(password)) => {
+            builder = builder.credentials(user.clone(), password.expose());
+        }
+        (None, None) => {}
+        (Some(_), None) => {
+            return Err(CliError::Usage(
+                "--user needs a password: set APISTORE_PASSWORD (or --password)".to_owned(),
+            ));
+        }
+        (None, Some(_)) => {
+            return Err(CliError::Usage(
+                "a password (APISTORE_PASSWORD or --password) needs --user".to_owned(),
+            ));
+        }
+    }
+    if let Some(registry) = registry {
+        builder = builder
+            .metrics_registry(registry)
+            .map_err(CliError::Connect)?;
+    }
+    let api = builder.build().await.map_err(CliError::Connect)?;
+    crate::kms::warn_unhealthy(&api);
+    Ok(api)
+}
+
+/// The resource a key belongs to, as kube-apiserver's storage layout places it
+/// (`deployments/default/d1` is `deployments.apps`, `example.com/widgets/default/w1` is
+/// `widgets.example.com`), or `--resource` when given.
+pub(super) fn resource_of(
+    api: &ApiStore,
+    global: &GlobalArgs,
+    key: &str,
+) -> Result<String, CliError> {
+    if let Some(resource) = &global.resource {
+        return Ok(resource.clone());
+    }
+    api.layout()
+        .resolve_key(key)
+        .map(|layout| layout.group_resource.to_string())
+        .map_err(|e| CliError::Key(e.to_string()))
+}
+
+/// A store that reads any key under the prefix, for `keys` (which need not name a
+/// resource): the resource of the prefix when the layout places it, for its metrics.
+pub(super) fn raw_store(
+    api: &ApiStore,
+    global: &GlobalArgs,
+    prefix: Option<&str>,
+) -> Etcd3Store<DynamicObject> {
+    let resource = global.resource.clone().or_else(|| {
+        prefix
+            .and_then(|p| api.layout().resolve_key(p).ok())
+            .map(|l| l.group_resource.to_string())
+    });
+    let mut config = api.store_config(resource.as_deref().unwrap_or("keys"));
+    config.confine_keys = false;
+    Etcd3Store::new(api.client().clone(), config)
+}
