@@ -80,20 +80,8 @@ async fn group_resources_are_encrypted_under_their_own_configuration_entry() {
 #[tokio::test]
 async fn writes_use_kube_apiservers_encoding_and_reads_take_either() {
     let f = Fixture::new("cli-encodings");
-    let deployment = f.file("d1.json", DEPLOYMENT);
-    let widget = f.file("w1.json", WIDGET);
-    f.ok(&[
-        "create",
-        "deployments/default/d1",
-        "-f",
-        deployment.to_str().unwrap(),
-    ]);
-    f.ok(&[
-        "create",
-        "example.com/widgets/default/w1",
-        "-f",
-        widget.to_str().unwrap(),
-    ]);
+    f.create("deployments/default/d1", DEPLOYMENT);
+    f.create("example.com/widgets/default/w1", WIDGET);
     let (stored, _) = f.raw("deployments/default/d1").await;
     assert!(
         starts_with(&stored, b"k8s\0"),
@@ -141,7 +129,25 @@ async fn writes_use_kube_apiservers_encoding_and_reads_take_either() {
     assert_eq!(stderr.lines().count(), 1, "{stderr}");
 }
 
-/// Stores `plain` under `key` encrypted as the given configuration's write key would.
+/// `encryption rewrite secrets -o json` with the configuration file `config` and
+/// `flags`: its exit code, its summary and its stderr.
+fn rewrite(f: &Fixture, config: &str, flags: &[&str]) -> (Option<i32>, serde_json::Value, String) {
+    let command = [
+        "--encryption-config",
+        config,
+        "-o",
+        "json",
+        "encryption",
+        "rewrite",
+        "secrets",
+    ];
+    let out = f.run(&[&command[..], flags].concat());
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    let summary = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("no summary ({e}); stderr: {stderr}"));
+    (out.status.code(), summary, stderr)
+}
+
 #[tokio::test]
 async fn rewrite_touches_only_stale_values_and_never_decodes() {
     let f = Fixture::new("cli-rewrite");
@@ -171,35 +177,15 @@ async fn rewrite_touches_only_stale_values_and_never_decodes() {
 
     // Under the old configuration key1 is the write key: nothing is stale... except the
     // value under key2, which it cannot read at all.
-    let out = f.run(&[
-        "--encryption-config",
-        old,
-        "-o",
-        "json",
-        "encryption",
-        "rewrite",
-        "secrets",
-    ]);
-    let summary: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let (code, summary, _) = rewrite(&f, old, &[]);
     assert_eq!(
         summary,
         serde_json::json!({"scanned": 3, "rewritten": 0, "skipped": 0, "failed": 1})
     );
-    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(code, Some(1));
     // With --skip-undecodable that value is named and skipped, and the run succeeds.
-    let out = f.run(&[
-        "--encryption-config",
-        old,
-        "-o",
-        "json",
-        "encryption",
-        "rewrite",
-        "secrets",
-        "--skip-undecodable",
-    ]);
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "{stderr}");
-    let summary: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let (code, summary, stderr) = rewrite(&f, old, &["--skip-undecodable"]);
+    assert_eq!(code, Some(0), "{stderr}");
     assert_eq!(
         summary,
         serde_json::json!({"scanned": 3, "rewritten": 0, "skipped": 1, "failed": 0})
@@ -220,27 +206,12 @@ async fn rewrite_touches_only_stale_values_and_never_decodes() {
     );
 
     // A dry run after rotation names the stale ones and writes nothing.
-    let out = f.run(&[
-        "--encryption-config",
-        rotated,
-        "-o",
-        "json",
-        "encryption",
-        "rewrite",
-        "secrets",
-        "--dry-run",
-    ]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let summary: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let (code, summary, stderr) = rewrite(&f, rotated, &["--dry-run"]);
+    assert_eq!(code, Some(0), "{stderr}");
     assert_eq!(
         summary,
         serde_json::json!({"scanned": 3, "rewritten": 2, "skipped": 0, "failed": 0})
     );
-    let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(
         stderr.contains("would rewrite secrets/default/s1"),
         "{stderr}"
@@ -260,16 +231,8 @@ async fn rewrite_touches_only_stale_values_and_never_decodes() {
 
     // The rewrite: the two stale values move to key2 with their plaintext byte for
     // byte; the current one keeps its mod revision.
-    let summary: serde_json::Value = serde_json::from_str(&f.ok(&[
-        "--encryption-config",
-        rotated,
-        "-o",
-        "json",
-        "encryption",
-        "rewrite",
-        "secrets",
-    ]))
-    .unwrap();
+    let (code, summary, stderr) = rewrite(&f, rotated, &[]);
+    assert_eq!(code, Some(0), "{stderr}");
     assert_eq!(
         summary,
         serde_json::json!({"scanned": 3, "rewritten": 2, "skipped": 0, "failed": 0})
@@ -291,16 +254,8 @@ async fn rewrite_touches_only_stale_values_and_never_decodes() {
         assert_eq!(&read.data[..], plain, "{key}: the plaintext changed");
     }
     // And again: nothing left to do.
-    let summary: serde_json::Value = serde_json::from_str(&f.ok(&[
-        "--encryption-config",
-        rotated,
-        "-o",
-        "json",
-        "encryption",
-        "rewrite",
-        "secrets",
-    ]))
-    .unwrap();
+    let (code, summary, stderr) = rewrite(&f, rotated, &[]);
+    assert_eq!(code, Some(0), "{stderr}");
     assert_eq!(summary["rewritten"], 0);
 }
 
@@ -401,20 +356,8 @@ async fn a_storage_error_exits_1_with_its_reason() {
 #[tokio::test]
 async fn keys_lists_metadata_and_encoding_without_decrypting() {
     let f = Fixture::new("cli-keys");
-    let cm = f.file("cm1.json", CM1);
-    let widget = f.file("w1.json", WIDGET);
-    f.ok(&[
-        "create",
-        "configmaps/default/cm1",
-        "-f",
-        cm.to_str().unwrap(),
-    ]);
-    f.ok(&[
-        "create",
-        "example.com/widgets/default/w1",
-        "-f",
-        widget.to_str().unwrap(),
-    ]);
+    f.create("configmaps/default/cm1", CM1);
+    f.create("example.com/widgets/default/w1", WIDGET);
     put_encrypted(&f, &[("key1", KEY1)], "secrets/default/s1", b"{}").await;
     let (_, cm_rev) = f.raw("configmaps/default/cm1").await;
 
@@ -654,16 +597,10 @@ async fn dry_runs_say_what_would_be_written_and_write_nothing() {
 async fn every_command_honours_the_output_format() {
     let f = Fixture::new("cli-output");
     for name in ["cm1", "cm2", "cm3"] {
-        let file = f.file(
-            &format!("{name}.json"),
+        f.create(
+            &format!("configmaps/default/{name}"),
             &CM1.replace("\"cm1\"", &format!("\"{name}\"")),
         );
-        f.ok(&[
-            "create",
-            &format!("configmaps/default/{name}"),
-            "-f",
-            file.to_str().unwrap(),
-        ]);
     }
     assert_eq!(
         f.ok(&["count", "configmaps"]),
@@ -735,13 +672,7 @@ async fn a_field_the_resource_does_not_support_is_a_bad_request() {
         let pod = format!(
             r#"{{"apiVersion":"v1","kind":"Pod","metadata":{{"name":"{name}","namespace":"default"}},"spec":{{"nodeName":"{node}","containers":[{{"name":"c","image":"nginx"}}]}}}}"#
         );
-        let file = f.file(&format!("{name}.json"), &pod);
-        f.ok(&[
-            "create",
-            &format!("pods/default/{name}"),
-            "-f",
-            file.to_str().unwrap(),
-        ]);
+        f.create(&format!("pods/default/{name}"), &pod);
     }
     assert_eq!(
         f.ok(&[

@@ -7,92 +7,62 @@
 // Test helpers may unwrap: a failure is a failed test.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod common;
+
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Output;
 use std::sync::Arc;
 use std::time::Duration;
 
 use apistore::layers::value::kms_v2::{EncryptedDekSourceType, EncryptedObject, KmsService};
-use apistore_testing::etcd::{shared_endpoint, unique_prefix};
 use apistore_testing::kms::{KmsOperation, KmsPluginServer, TestKmsPlugin};
+use common::Fixture;
 
 const ENVELOPE_PREFIX: &[u8] = b"k8s:enc:kms:v2:vault:";
 const PASSWORD: &str = "hunter2-the-plaintext";
 
-/// One test's plugin, etcd prefix, configuration and command line.
+/// One test's plugin and command line: the common fixture, every command run with an
+/// `--encryption-config` whose `secrets` go to the plugin.
 struct KmsFixture {
-    endpoint: String,
-    prefix: String,
+    base: Fixture,
     plugin: Arc<TestKmsPlugin>,
     server: Option<KmsPluginServer>,
     socket: PathBuf,
-    config: PathBuf,
-    dir: tempfile::TempDir,
 }
 
 impl KmsFixture {
     fn new(name: &str, timeout: &str) -> Self {
-        let dir = tempfile::tempdir().unwrap();
-        let socket = dir.path().join("kms.sock");
+        let mut base = Fixture::new(name);
+        let socket = base.dir.path().join("kms.sock");
         let plugin = Arc::new(TestKmsPlugin::new());
         let server =
             KmsPluginServer::serve(Arc::clone(&plugin) as Arc<dyn KmsService>, &socket).unwrap();
-        let config = dir.path().join("enc.yaml");
-        std::fs::write(
-            &config,
-            format!(
+        let config = base.file(
+            "enc.yaml",
+            &format!(
                 "apiVersion: apiserver.config.k8s.io/v1\nkind: EncryptionConfiguration\nresources:\n  - resources: [secrets]\n    providers:\n      - kms:\n          apiVersion: v2\n          name: vault\n          endpoint: {}\n          timeout: {timeout}\n      - identity: {{}}\n",
                 server.endpoint()
             ),
-        )
-        .unwrap();
+        );
+        base.global = vec!["--encryption-config".into(), config.into_os_string()];
         Self {
-            endpoint: shared_endpoint().unwrap_or_else(|err| panic!("{err}")),
-            prefix: unique_prefix(name),
+            base,
             plugin,
             server: Some(server),
             socket,
-            config,
-            dir,
         }
     }
 
-    fn secret_file(&self, name: &str) -> PathBuf {
-        let path = self.dir.path().join(format!("{name}.json"));
+    /// Creates the secret `name` (its password [`PASSWORD`]) through the command.
+    fn create(&self, name: &str) -> Output {
         let body = serde_json::json!({
             "apiVersion": "v1",
             "kind": "Secret",
             "metadata": {"name": name, "namespace": "default"},
             "data": {"password": base64(PASSWORD.as_bytes())},
         });
-        std::fs::write(&path, body.to_string()).unwrap();
-        path
-    }
-
-    /// Runs the command with the KMS configuration.
-    fn run(&self, args: &[&str]) -> Output {
-        Command::new(env!("CARGO_BIN_EXE_apistore"))
-            .args(["--endpoints", &self.endpoint, "--prefix", &self.prefix])
-            .arg("--encryption-config")
-            .arg(&self.config)
-            .args(args)
-            .output()
-            .unwrap()
-    }
-
-    fn ok(&self, args: &[&str]) -> String {
-        let out = self.run(args);
-        assert!(
-            out.status.success(),
-            "apistore {args:?} failed: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        String::from_utf8(out.stdout).unwrap()
-    }
-
-    fn create(&self, name: &str) -> Output {
-        let file = self.secret_file(name);
-        self.run(&[
+        let file = self.base.file(&format!("{name}.json"), &body.to_string());
+        self.base.run(&[
             "create",
             &format!("secrets/default/{name}"),
             "-f",
@@ -100,26 +70,9 @@ impl KmsFixture {
         ])
     }
 
-    /// The stored bytes and mod revision under a key relative to the prefix, if any.
-    async fn raw(&self, key: &str) -> Option<(Vec<u8>, i64)> {
-        let mut client =
-            etcd_client::Client::connect(self.endpoint.split(',').collect::<Vec<_>>(), None)
-                .await
-                .unwrap();
-        let full = format!("{}/{key}", self.prefix);
-        let response = client.get(full, None).await.unwrap();
-        response
-            .kvs()
-            .first()
-            .map(|kv| (kv.value().to_vec(), kv.mod_revision()))
-    }
-
     /// The envelope stored under a key, checked to be kube's KMS v2 layout.
     async fn envelope(&self, key: &str) -> (EncryptedObject, i64) {
-        let (stored, revision) = self
-            .raw(key)
-            .await
-            .unwrap_or_else(|| panic!("nothing at {key}"));
+        let (stored, revision) = self.base.raw(key).await;
         let body = stored.strip_prefix(ENVELOPE_PREFIX).unwrap_or_else(|| {
             panic!(
                 "{key} is not a KMS v2 value of provider vault: {:?}",
@@ -136,7 +89,7 @@ impl KmsFixture {
     }
 
     fn password(&self, name: &str) -> String {
-        let read: serde_json::Value = serde_json::from_str(&self.ok(&[
+        let read: serde_json::Value = serde_json::from_str(&self.base.ok(&[
             "-o",
             "json",
             "get",
@@ -159,7 +112,11 @@ fn base64(data: &[u8]) -> String {
 /// `encryption rewrite secrets`: how many values it scanned, rewrote and failed.
 fn rewrite(f: &KmsFixture) -> (u64, u64, u64) {
     let summary: serde_json::Value =
-        serde_json::from_str(&f.ok(&["-o", "json", "encryption", "rewrite", "secrets"])).unwrap();
+        serde_json::from_str(
+            &f.base
+                .ok(&["-o", "json", "encryption", "rewrite", "secrets"]),
+        )
+        .unwrap();
     let count = |field: &str| {
         summary[field]
             .as_u64()
@@ -270,7 +227,7 @@ async fn an_unhealthy_plugin_is_reported_and_used_while_it_still_encrypts() {
     fails_naming_the_plugin(&f, &out, "HSM offline");
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("got unexpected healthz status"), "{stderr}");
-    assert_eq!(f.raw("secrets/default/s2").await, None);
+    assert_eq!(f.base.stored("secrets/default/s2").await, None);
 }
 
 #[tokio::test]
@@ -286,16 +243,16 @@ async fn plugin_failures_name_the_provider_and_socket_and_write_nothing() {
     f.plugin.set_latency(Duration::from_millis(1500));
     let out = f.create("slow");
     fails_naming_the_plugin(&f, &out, "timed out after 500ms");
-    assert_eq!(f.raw("secrets/default/slow").await, None);
+    assert_eq!(f.base.stored("secrets/default/slow").await, None);
     f.plugin.set_latency(Duration::ZERO);
 
     f.server.take().unwrap().stop();
     assert!(!f.socket().exists(), "the socket outlived its server");
     let out = f.create("gone");
     fails_naming_the_plugin(&f, &out, "does not exist");
-    assert_eq!(f.raw("secrets/default/gone").await, None);
+    assert_eq!(f.base.stored("secrets/default/gone").await, None);
     // Reads need the plugin too (the DEK is only in the plugin's keeping).
-    let out = f.run(&["get", "secrets/default/written"]);
+    let out = f.base.run(&["get", "secrets/default/written"]);
     fails_naming_the_plugin(&f, &out, "does not exist");
     // What was written before stays as it was.
     let (object, _) = f.envelope("secrets/default/written").await;

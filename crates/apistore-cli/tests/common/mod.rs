@@ -1,11 +1,13 @@
 //! What the command's black-box tests share: a fixture with its own etcd prefix and
-//! scratch folder, the command line, raw etcd access and sample objects.
+//! scratch folder, the command line (with global options of its own, such as a KMS
+//! test's `--encryption-config`), raw etcd access and sample objects.
 
 // Each test crate uses a part of this.
 #![allow(dead_code)]
 // Test helpers may unwrap: a failure is a failed test.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+use std::ffi::OsString;
 use std::path::PathBuf;
 use std::process::{Command, Output};
 
@@ -21,6 +23,9 @@ pub(crate) struct Fixture {
     pub(crate) endpoint: String,
     pub(crate) prefix: String,
     pub(crate) dir: tempfile::TempDir,
+    /// Global options every command of this fixture gets after `--endpoints` and
+    /// `--prefix` (none unless a test sets them).
+    pub(crate) global: Vec<OsString>,
 }
 
 impl Fixture {
@@ -29,6 +34,7 @@ impl Fixture {
             endpoint: shared_endpoint().unwrap_or_else(|err| panic!("{err}")),
             prefix: unique_prefix(name),
             dir: tempfile::tempdir().unwrap(),
+            global: Vec::new(),
         }
     }
 
@@ -41,6 +47,7 @@ impl Fixture {
     pub(crate) fn run(&self, args: &[&str]) -> Output {
         Command::new(env!("CARGO_BIN_EXE_apistore"))
             .args(["--endpoints", &self.endpoint, "--prefix", &self.prefix])
+            .args(&self.global)
             .args(args)
             .output()
             .unwrap()
@@ -70,13 +77,19 @@ impl Fixture {
 
     /// The stored bytes and mod revision under a key relative to the prefix.
     pub(crate) async fn raw(&self, key: &str) -> (Vec<u8>, i64) {
+        self.stored(key)
+            .await
+            .unwrap_or_else(|| panic!("nothing at {}/{key}", self.prefix))
+    }
+
+    /// The stored bytes and mod revision under a key relative to the prefix, if any.
+    pub(crate) async fn stored(&self, key: &str) -> Option<(Vec<u8>, i64)> {
         let full = format!("{}/{key}", self.prefix);
-        let response = self.client().await.get(full.clone(), None).await.unwrap();
-        let kv = response
+        let response = self.client().await.get(full, None).await.unwrap();
+        response
             .kvs()
             .first()
-            .unwrap_or_else(|| panic!("nothing at {full}"));
-        (kv.value().to_vec(), kv.mod_revision())
+            .map(|kv| (kv.value().to_vec(), kv.mod_revision()))
     }
 
     pub(crate) async fn put_raw(&self, key: &str, value: Vec<u8>) {
