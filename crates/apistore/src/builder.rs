@@ -63,6 +63,7 @@ pub struct ApiStoreBuilder {
     storage_size_poll_interval: Option<Duration>,
     storage_cluster_id: String,
     storage_media_type: Option<MediaType>,
+    pub(crate) cache: crate::cached::CacheSettings,
 }
 
 #[derive(Debug)]
@@ -84,6 +85,7 @@ impl Default for ApiStoreBuilder {
             storage_size_poll_interval: None,
             storage_cluster_id: "etcd-0".to_owned(),
             storage_media_type: None,
+            cache: crate::cached::CacheSettings::default(),
         }
     }
 }
@@ -264,6 +266,7 @@ impl ApiStoreBuilder {
                 object_counts: Mutex::default(),
                 _storage_size: size_poller,
             }),
+            cache: self.cache,
         })
     }
 }
@@ -310,6 +313,7 @@ pub struct ApiStore {
     _compactor: Option<Arc<SharedCompactor>>,
     /// The periodic figures; they stop when the last clone of the `ApiStore` goes.
     pollers: Arc<Pollers>,
+    pub(crate) cache: crate::cached::CacheSettings,
 }
 
 /// The pollers of one [`ApiStore`].

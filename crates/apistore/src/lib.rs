@@ -52,12 +52,14 @@
 //! configured.
 
 mod builder;
+mod cached;
 mod memory;
 mod rewrite;
 pub mod runtime;
 mod scoped;
 
 pub use builder::{ApiStore, ApiStoreBuilder, BuildError};
+pub use cached::ResourceStore;
 pub use memory::MemoryApiStore;
 pub use rewrite::{RewriteOptions, RewriteSummary, rewrite_stale};
 pub use scoped::{Scoped, StoreExt};
@@ -85,6 +87,8 @@ pub use prometheus;
 
 /// The layers, for what the facade does not re-export at the top.
 pub mod layers {
+    #[doc(inline)]
+    pub use apistore_cacher as cacher;
     #[doc(inline)]
     pub use apistore_etcd3 as etcd3;
     #[doc(inline)]
