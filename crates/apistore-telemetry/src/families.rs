@@ -1,7 +1,8 @@
 //! The metric families themselves: names, help strings, label names and buckets exactly
 //! as kube-apiserver v1.31 registers them.
 //!
-//! Follows `pkg/storage/etcd3/metrics/metrics.go` and `pkg/storage/value/metrics.go`.
+//! Follows `pkg/storage/etcd3/metrics/metrics.go` and `pkg/storage/value/metrics.go`;
+//! the envelope's families are in [`crate::envelope_families`].
 //! component-base prefixes every help string with the stability level (`[ALPHA] `,
 //! `[STABLE] `); the prefix is part of the exposition, so it is part of the help here.
 //!
@@ -10,6 +11,7 @@
 //! hides a metric deprecated before the current minor version, so a 1.31 apiserver does
 //! not expose it (its successor is `apiserver_storage_size_bytes`).
 
+use crate::envelope_families::EnvelopeFamilies;
 use prometheus::core::{Collector, Desc};
 use prometheus::proto::MetricFamily;
 use prometheus::{
@@ -67,6 +69,9 @@ pub(crate) struct Families {
     /// apistore's own (kube-apiserver has none): watches resumed on a new etcd watch
     /// stream after the shared one failed.
     pub(crate) watch_resumptions: IntCounterVec,
+    /// The KMS envelope's `apiserver_envelope_encryption_*` families, registered with
+    /// the rest as kube registers them.
+    pub(crate) envelope: EnvelopeFamilies,
 }
 
 fn counter_vec(
@@ -223,6 +228,7 @@ impl Families {
                 "Number of watches resumed on a new etcd watch stream, from the revision after the last event delivered, after the shared stream failed, split by resource.",
                 resource,
             )?,
+            envelope: EnvelopeFamilies::new()?,
         })
     }
 
@@ -254,6 +260,7 @@ impl Families {
     pub(crate) fn descs(&self) -> Vec<&Desc> {
         self.collectors()
             .into_iter()
+            .chain(self.envelope.collectors())
             .flat_map(|c| c.desc())
             .collect()
     }
@@ -261,6 +268,7 @@ impl Families {
     pub(crate) fn collect(&self) -> Vec<MetricFamily> {
         self.collectors()
             .into_iter()
+            .chain(self.envelope.collectors())
             .flat_map(|c| c.collect())
             .collect()
     }
@@ -282,7 +290,7 @@ mod tests {
     fn every_family_has_one_descriptor_with_a_stability_prefix() {
         let families = Families::new().unwrap();
         let descs = families.descs();
-        assert_eq!(descs.len(), 19);
+        assert_eq!(descs.len(), 19 + 8);
         for desc in descs {
             assert!(
                 desc.help.starts_with("[ALPHA] ") || desc.help.starts_with("[STABLE] "),

@@ -3,10 +3,12 @@
 //!
 //! This crate owns the *what* of telemetry: metric names, help strings, labels and
 //! buckets exactly as k8s.io/apiserver v0.31.1 registers them
-//! (`pkg/storage/etcd3/metrics/metrics.go`, `pkg/storage/value/metrics.go`), and the
-//! spans and events of `pkg/storage/etcd3/store.go`. The *when* (which call records
-//! what) belongs to the stores and transformers that use it; the exporter setup
-//! belongs to the application. It depends on no other apistore crate.
+//! (`pkg/storage/etcd3/metrics/metrics.go`, `pkg/storage/value/metrics.go`,
+//! `pkg/storage/value/encrypt/envelope/metrics/metrics.go`), and the spans and events
+//! of `pkg/storage/etcd3/store.go`. The *when* (which call records what) belongs to
+//! the stores and transformers that use it; the exporter setup belongs to the
+//! application. Of the other apistore crates it knows only the contract's label types
+//! and apistore-value's `KmsObserver` hook, which [`EnvelopeMetrics`] implements.
 //!
 //! # Metrics
 //!
@@ -76,6 +78,8 @@
 //! }); // the span ends when `trace` is dropped
 //! ```
 
+mod envelope_families;
+mod envelope_metrics;
 mod error;
 mod exposition;
 mod families;
@@ -89,6 +93,7 @@ mod storage_metrics;
 mod trace;
 mod transformation;
 
+pub use envelope_metrics::{EnvelopeMetrics, KEY_ID_SERIES_LIMIT};
 pub use error::{Result, TelemetryError};
 pub use exposition::{encode_families, encode_text};
 pub use labels::{Operation, STATUS_OK, STATUS_UNKNOWN_NON_GRPC, TransformationType};

@@ -11,6 +11,7 @@ use std::time::Duration;
 
 use prometheus::Histogram;
 
+use crate::envelope_metrics::KeyIdSeries;
 use crate::families::Families;
 use crate::label_cache::LabelCache;
 use crate::labels::{Operation, TransformationType};
@@ -36,6 +37,7 @@ pub(crate) struct Inner {
     resources: LabelCache<ResourceMetrics>,
     prefixes: LabelCache<PrefixHandles>,
     lease_object_counts: OnceLock<Histogram>,
+    pub(crate) key_id_series: KeyIdSeries,
 }
 
 impl std::fmt::Debug for StorageMetrics {
@@ -53,6 +55,7 @@ impl StorageMetrics {
                 resources: LabelCache::default(),
                 prefixes: LabelCache::default(),
                 lease_object_counts: OnceLock::new(),
+                key_id_series: KeyIdSeries::default(),
             }),
         })
     }

@@ -67,6 +67,10 @@ fn a_fresh_registration_exposes_only_the_unlabelled_value_metrics() {
     StorageMetrics::register(&registry).unwrap();
     let text = encode_text(&registry);
     let mut expected = vec![
+        // kube's KMS v1 gauge, exposed by every kube-apiserver.
+        "# HELP apiserver_envelope_encryption_dek_cache_fill_percent [ALPHA] Percent of the cache slots currently occupied by cached DEKs.".to_owned(),
+        "# TYPE apiserver_envelope_encryption_dek_cache_fill_percent gauge".to_owned(),
+        "apiserver_envelope_encryption_dek_cache_fill_percent 0".to_owned(),
         "# HELP apiserver_storage_data_key_generation_duration_seconds [ALPHA] Latencies in seconds of data encryption key(DEK) generation operations.".to_owned(),
         "# TYPE apiserver_storage_data_key_generation_duration_seconds histogram".to_owned(),
     ];

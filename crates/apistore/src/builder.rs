@@ -148,7 +148,7 @@ impl ApiStoreBuilder {
         self
     }
 
-    /// Records kube-apiserver's storage and transformation metrics.
+    /// Records kube-apiserver's storage, transformation and KMS envelope metrics.
     pub fn metrics(mut self, metrics: StorageMetrics) -> Self {
         self.metrics = Some(metrics);
         self
@@ -232,9 +232,13 @@ impl ApiStoreBuilder {
             ),
         };
         let encryption = encryption.map(|config| match &self.metrics {
-            Some(metrics) => {
-                Arc::new(config.with_observer(Arc::new(MetricsObserver(metrics.clone()))))
-            }
+            // The kms providers' priming checks ran while loading; their envelopes
+            // hand what they saw to the envelope metrics now.
+            Some(metrics) => Arc::new(
+                config
+                    .with_observer(Arc::new(MetricsObserver(metrics.clone())))
+                    .with_kms_observer(Arc::new(metrics.envelope())),
+            ),
             None => Arc::new(config),
         });
         let client = EtcdClient::connect(&self.client).await?;

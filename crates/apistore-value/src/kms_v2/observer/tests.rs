@@ -138,3 +138,56 @@ fn failed_calls_and_invalid_key_ids_are_reported() {
         ["call vault /v2.KeyManagementService/Status DeadlineExceeded"]
     );
 }
+
+#[test]
+fn the_priming_check_before_the_observer_is_handed_over_when_it_comes() {
+    let plugin = Arc::new(TestKmsPlugin::new());
+    let service: Arc<dyn KmsService> = Arc::clone(&plugin) as Arc<dyn KmsService>;
+    let options = KmsV2Options {
+        timeout: Duration::from_secs(3),
+        dek_cache_size: 10,
+    };
+    let e = KmsV2Envelope::new("vault", service, options);
+    // As a configuration does while loading, before anyone can attach metrics.
+    e.check().expect("healthy");
+
+    let recorder = Arc::new(Recorder::default());
+    e.set_observer(Arc::clone(&recorder) as Arc<dyn KmsObserver>);
+    let key1 = key_id_hash("key-1");
+    assert_eq!(
+        recorder.take(),
+        [
+            "call vault /v2.KeyManagementService/Status OK".to_owned(),
+            format!("status vault {key1}"),
+            "call vault /v2.KeyManagementService/Encrypt OK".to_owned(),
+            "cache vault 1/10".to_owned(),
+            "cache vault 1/10".to_owned(),
+        ]
+    );
+
+    // Handed over once: a second observer gets only what comes after it.
+    let second = Arc::new(Recorder::default());
+    e.set_observer(Arc::clone(&second) as Arc<dyn KmsObserver>);
+    assert_eq!(second.take(), ["cache vault 1/10"]);
+    e.transform_to_storage(Bytes::from_static(b"v"), AAD)
+        .expect("write");
+    assert_eq!(second.take(), [format!("key_id to_storage vault {key1}")]);
+    assert!(recorder.take().is_empty());
+}
+
+#[test]
+fn without_an_observer_only_the_first_events_are_kept() {
+    let plugin = Arc::new(TestKmsPlugin::new());
+    let service: Arc<dyn KmsService> = Arc::clone(&plugin) as Arc<dyn KmsService>;
+    let e = KmsV2Envelope::new("vault", service, KmsV2Options::default());
+    let stored = e
+        .transform_to_storage(Bytes::from_static(b"v"), AAD)
+        .expect("write");
+    for _ in 0..100 {
+        e.transform_from_storage(stored.clone(), AAD).expect("read");
+    }
+    let recorder = Arc::new(Recorder::default());
+    e.set_observer(Arc::clone(&recorder) as Arc<dyn KmsObserver>);
+    // 32 kept, then the current cache size.
+    assert_eq!(recorder.take().len(), 33);
+}
