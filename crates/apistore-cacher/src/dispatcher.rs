@@ -64,6 +64,8 @@ impl TimeBudget {
 
 struct Entry<T> {
     sender: mpsc::Sender<Dispatched<T>>,
+    /// The revision its interval covers: older events are already on their way to it.
+    start_resource_version: u64,
     key: Arc<str>,
     allow_bookmarks: bool,
     bookmark_after_resource_version: u64,
@@ -79,6 +81,7 @@ struct Registry<T> {
 /// A new watcher, as the cacher hands it over.
 pub(crate) struct NewWatcher<T> {
     pub(crate) sender: mpsc::Sender<Dispatched<T>>,
+    pub(crate) start_resource_version: u64,
     pub(crate) key: Arc<str>,
     pub(crate) allow_bookmarks: bool,
     pub(crate) bookmark_after_resource_version: u64,
@@ -148,6 +151,7 @@ impl<T> Dispatcher<T> {
             id,
             Entry {
                 sender: watcher.sender,
+                start_resource_version: watcher.start_resource_version,
                 key: watcher.key,
                 allow_bookmarks: watcher.allow_bookmarks,
                 bookmark_after_resource_version: watcher.bookmark_after_resource_version,
@@ -175,7 +179,9 @@ impl<T> Dispatcher<T> {
             let mut registry = self.lock();
             let mut closed = Vec::new();
             for (id, watcher) in &registry.watchers {
-                if !has_path_prefix(&event.key, &watcher.key) {
+                if event.resource_version <= watcher.start_resource_version
+                    || !has_path_prefix(&event.key, &watcher.key)
+                {
                     continue;
                 }
                 match watcher

@@ -38,9 +38,10 @@ pub(crate) struct CacheEvent<T> {
 /// `hasPathPrefix`): `/pods/a` is under `/pods` but `/podsx` is not, and nothing but
 /// its children is under `/pods/a/`.
 pub(crate) fn has_path_prefix(key: &str, prefix: &str) -> bool {
-    match key.strip_prefix(prefix) {
-        Some(rest) => rest.is_empty() || prefix.ends_with('/') || rest.starts_with('/'),
-        None => false,
+    if prefix.ends_with('/') {
+        key.starts_with(prefix)
+    } else {
+        apistore_storage::key_prefix::lies_under(key, prefix)
     }
 }
 

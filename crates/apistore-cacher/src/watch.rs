@@ -92,14 +92,15 @@ impl<S: Storage> Shared<S> {
             key: Arc::from(canonical.as_ref()),
             predicate: options.predicate.clone(),
         };
+        let resource_version = required.max(state.resource_version);
         let guard = self.dispatcher.add(NewWatcher {
             sender,
+            start_resource_version: resource_version,
             key: Arc::clone(&filter.key),
             allow_bookmarks: options.predicate.allow_watch_bookmarks,
             bookmark_after_resource_version: bookmark_after,
             bookmark_state: Arc::clone(&bookmark_state),
         });
-        let resource_version = required.max(state.resource_version);
         drop(state);
         Ok(Box::pin(CacheWatcher {
             initial: interval.into_iter(),

@@ -296,9 +296,13 @@ async fn test_watcher_not_going_back_in_time() {
             }
         }
     });
+    let mut last = 0;
     for i in 1..total {
-        create(&backend, Pod::new("ns", &format!("pod-{}", 1000 + i))).await;
+        last = rv(&create(&backend, Pod::new("ns", &format!("pod-{}", 1000 + i))).await);
     }
+    // The reference's test adds to the watch cache directly; here the writes reach it
+    // through its watch of the backend.
+    cacher.wait_until_fresh(last).await.unwrap();
     // A fast watcher from the same revision gets every object once, in order.
     let mut fast = cacher.watch("/pods/ns", &options).await.unwrap();
     let mut current = 0;
