@@ -40,6 +40,7 @@ type options struct {
 	mediaType        string
 	encryptionConfig string
 	kind             string
+	kmsRelay         string
 }
 
 func main() {
@@ -51,8 +52,16 @@ func main() {
 	flag.StringVar(&opts.mediaType, "media-type", "json", "storage media type: json or protobuf")
 	flag.StringVar(&opts.encryptionConfig, "encryption-config", "", "EncryptionConfiguration file (kube-apiserver's --encryption-provider-config)")
 	flag.StringVar(&opts.kind, "kind", "v1/ConfigMap", "the kind objects decode into: [group/]version/Kind")
+	flag.StringVar(&opts.kmsRelay, "kms-relay", "", "<listen socket>=<plugin socket>: relay KMS v2 calls from the first socket to the plugin on the second (see kmsrelay.go)")
 	klog.InitFlags(nil)
 	flag.Parse()
+
+	if opts.kmsRelay != "" {
+		if err := startKMSRelay(opts.kmsRelay); err != nil {
+			fmt.Fprintf(os.Stderr, "apistore-reference: %v\n", err)
+			os.Exit(2)
+		}
+	}
 
 	h, err := newHarness(context.Background(), opts)
 	if err != nil {

@@ -51,6 +51,9 @@ pub struct ReferenceOptions {
     /// `-resource-prefix` (`/services/endpoints`); [`crate::Interop`] fills in the one
     /// kube-apiserver's registry uses when this is `None`.
     pub resource_prefix: Option<String>,
+    /// `-kms-relay`: the socket the harness listens on for its `kms` provider, and
+    /// the plugin's socket it relays to (see `interop/reference/kmsrelay.go`).
+    pub kms_relay: Option<(PathBuf, PathBuf)>,
 }
 
 impl ReferenceOptions {
@@ -63,7 +66,14 @@ impl ReferenceOptions {
             encryption_config: None,
             prefix: "/registry".to_owned(),
             resource_prefix: None,
+            kms_relay: None,
         }
+    }
+
+    /// With the harness relaying KMS v2 calls from `listen` to the plugin on `plugin`.
+    pub fn kms_relay(mut self, listen: impl Into<PathBuf>, plugin: impl Into<PathBuf>) -> Self {
+        self.kms_relay = Some((listen.into(), plugin.into()));
+        self
     }
 
     /// With an EncryptionConfiguration file.
@@ -110,6 +120,12 @@ impl Reference {
         }
         if let Some(path) = &options.encryption_config {
             command.arg("-encryption-config").arg(path);
+        }
+        if let Some((listen, plugin)) = &options.kms_relay {
+            let mut spec = listen.clone().into_os_string();
+            spec.push("=");
+            spec.push(plugin);
+            command.arg("-kms-relay").arg(spec);
         }
         // The harness logs through klog on stderr; tests show it only when they fail.
         command
