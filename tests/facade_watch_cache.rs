@@ -48,7 +48,7 @@ async fn watch_cache_serves_the_named_resources_only() {
         .list("configmaps/default", &options)
         .await
         .unwrap();
-    assert_eq!(list.items, [created.clone()]);
+    assert_eq!(list.items, std::slice::from_ref(&created));
     let served: f64 = registry
         .gather()
         .iter()

@@ -124,7 +124,7 @@ impl Report {
             (
                 Section::CacherWatch,
                 "Watch cache: many watchers, one etcd watch",
-                "A = N watchers of one namespace served by `apistore-cacher` (one etcd watch for all), B = one raw etcd-client watch decoding every event, while 16 raw writers create objects; *events/s per watcher* is the writes over the time from the first write to that watcher's last event (median over watchers).",
+                "A = N watchers of one namespace served by `apistore-cacher` (one etcd watch for all), B = one raw etcd-client watch decoding every event, while 16 raw writers create objects; *events/s per watcher* is the writes over the time from the first write to that watcher's last event (median over watchers; a watcher the cache terminated for not keeping up counts as 0).",
             ),
             (
                 Section::IdleWatch,

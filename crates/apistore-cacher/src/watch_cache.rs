@@ -272,7 +272,11 @@ impl<T: ApiObject> WatchCache<T> {
     pub(crate) fn forget_events_through(&self, resource_version: u64) {
         let mut state = self.write();
         state.window.forget_through(resource_version);
-        state.removed_event_since_relist = false;
+        if state.removed_event_since_relist {
+            // The window already lost events, perhaps later ones: only what it holds
+            // can be served, which `oldest_watchable` then says.
+            return;
+        }
         state.list_resource_version = state.list_resource_version.max(resource_version);
     }
 
