@@ -6,99 +6,23 @@
 // A test: a failed step must fail it loudly.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::sync::{Arc, Mutex};
+use std::sync::atomic::Ordering;
 use std::time::Duration;
 
+mod common;
+
 use apistore_cacher::{Cacher, CacherConfig};
-use apistore_memory::{KvConfig, MemoryKv, MemoryStore, MemoryStoreConfig};
+use apistore_memory::KvConfig;
 use apistore_storage::{
-    DeleteOptions, GetOptions, ListOptions, ObjectList, ResourceVersionMatch, ResponseMeta, Result,
-    Storage, Update, UpdateOptions, Versioner, WatchEvent, WatchStream,
+    DeleteOptions, GetOptions, ListOptions, ResourceVersionMatch, Storage, Update, UpdateOptions,
+    WatchEvent, WatchStream,
 };
 use apistore_testing::suite::Pod;
+use common::wrapped::Wrapped;
 use futures::StreamExt as _;
 
-/// The backend, recording the lists and watches the cacher sends it (the reference's
-/// `dummyStorage`, but over a working store).
-#[derive(Clone)]
-struct Recording {
-    store: MemoryStore<Pod>,
-    lists: Arc<Mutex<Vec<(String, ListOptions)>>>,
-    gets: Arc<Mutex<Vec<String>>>,
-    watches: Arc<Mutex<usize>>,
-}
-
-impl Recording {
-    fn new() -> Self {
-        let kv = MemoryKv::new(KvConfig::default());
-        Self {
-            store: MemoryStore::new(kv, MemoryStoreConfig::for_resource("pods")),
-            lists: Arc::default(),
-            gets: Arc::default(),
-            watches: Arc::default(),
-        }
-    }
-
-    /// The lists of keys other than the resource prefix (those are the cacher's own:
-    /// its lists of everything and its one-item lists for the current revision).
-    fn take_request_lists(&self) -> Vec<ListOptions> {
-        let mut lists = self.lists.lock().unwrap();
-        lists
-            .drain(..)
-            .filter(|(key, _)| key != "/pods")
-            .map(|(_, options)| options)
-            .collect()
-    }
-}
-
-impl Storage for Recording {
-    type Object = Pod;
-
-    fn versioner(&self) -> &dyn Versioner {
-        self.store.versioner()
-    }
-    async fn create(&self, key: &str, object: Pod, ttl: u64) -> Result<Pod> {
-        self.store.create(key, object, ttl).await
-    }
-    async fn get(&self, key: &str, options: &GetOptions) -> Result<Pod> {
-        self.gets.lock().unwrap().push(key.to_owned());
-        self.store.get(key, options).await
-    }
-    async fn delete(&self, key: &str, options: DeleteOptions<Pod>) -> Result<Pod> {
-        self.store.delete(key, options).await
-    }
-    async fn guaranteed_update<F>(
-        &self,
-        key: &str,
-        options: UpdateOptions<Pod>,
-        try_update: F,
-    ) -> Result<Pod>
-    where
-        F: FnMut(Pod, &ResponseMeta) -> Result<Update<Pod>> + Send,
-    {
-        self.store.guaranteed_update(key, options, try_update).await
-    }
-    async fn list(&self, key: &str, options: &ListOptions) -> Result<ObjectList<Pod>> {
-        self.lists
-            .lock()
-            .unwrap()
-            .push((key.to_owned(), options.clone()));
-        self.store.list(key, options).await
-    }
-    async fn watch(&self, key: &str, options: &ListOptions) -> Result<WatchStream<Pod>> {
-        *self.watches.lock().unwrap() += 1;
-        self.store.watch(key, options).await
-    }
-    async fn count(&self, key: &str) -> Result<i64> {
-        self.store.count(key).await
-    }
-    async fn readiness_check(&self) -> Result<()> {
-        self.store.readiness_check().await
-    }
-    async fn request_watch_progress(&self) -> Result<()> {
-        self.store.request_watch_progress().await
-    }
-}
+/// The backend: the in-memory store, recording what reaches it.
+type Recording = Wrapped;
 
 fn config(consistent: bool) -> CacherConfig<Pod> {
     let mut config = CacherConfig::new("/pods", "pods").with_key_fn(Pod::key);
@@ -137,7 +61,7 @@ async fn next_event(w: &mut WatchStream<Pod>) -> WatchEvent<Pod> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn test_get_list_cache_bypass() {
     use ResourceVersionMatch::{Exact, Unset};
-    let backend = Recording::new();
+    let backend = Recording::new(KvConfig::default());
     for i in 0..3 {
         create(&backend, Pod::new("ns", &format!("pod-{i}"))).await;
     }
@@ -181,7 +105,7 @@ async fn test_get_list_cache_bypass() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn test_get_list_non_recursive_cache_bypass() {
-    let backend = Recording::new();
+    let backend = Recording::new(KvConfig::default());
     let pod = create(&backend, Pod::new("ns", "pod")).await;
     let cacher = cacher(&backend, config(false)).await;
     let mut options = ListOptions::default().at("0", ResourceVersionMatch::Unset);
@@ -203,7 +127,7 @@ async fn test_get_list_non_recursive_cache_bypass() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn test_get_cache_bypass() {
-    let backend = Recording::new();
+    let backend = Recording::new(KvConfig::default());
     let pod = create(&backend, Pod::new("ns", "pod")).await;
     let cacher = cacher(&backend, config(false)).await;
     for (resource_version, expect_bypass) in [("0", false), ("", true), ("1", false)] {
@@ -234,14 +158,14 @@ async fn test_get_cache_bypass() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn test_watch_cache_bypass() {
-    let backend = Recording::new();
+    let backend = Recording::new(KvConfig::default());
     let cacher = cacher(&backend, config(false)).await;
     for resource_version in ["", "0", "1"] {
         let options = ListOptions::prefix().at(resource_version, ResourceVersionMatch::Unset);
         let _watch = cacher.watch("/pods/ns", &options).await.unwrap();
     }
     assert_eq!(
-        *backend.watches.lock().unwrap(),
+        backend.watches.load(Ordering::SeqCst),
         1,
         "only the cache's own watch"
     );
@@ -249,7 +173,7 @@ async fn test_watch_cache_bypass() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn test_starting_resource_version() {
-    let backend = Recording::new();
+    let backend = Recording::new(KvConfig::default());
     let cacher = cacher(&backend, config(false)).await;
     let mut pod = create(&backend, Pod::new("ns", "foo")).await;
     let start = rv(&pod) + 5;
@@ -278,7 +202,7 @@ async fn test_starting_resource_version() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn test_watcher_not_going_back_in_time() {
-    let backend = Recording::new();
+    let backend = Recording::new(KvConfig::default());
     let cacher = cacher(&backend, config(false)).await;
     let total = 100;
     let start = cacher.resource_version().to_string();
@@ -327,7 +251,7 @@ async fn test_watcher_not_going_back_in_time() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn test_dispatch_event_will_not_be_blocked_by_timed_out_watcher() {
-    let backend = Recording::new();
+    let backend = Recording::new(KvConfig::default());
     let cacher = cacher(&backend, config(false)).await;
     let options = ListOptions::prefix().at(
         cacher.resource_version().to_string(),
@@ -373,7 +297,7 @@ async fn test_dispatch_event_will_not_be_blocked_by_timed_out_watcher() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn test_cacher_no_leak_with_multiple_watchers() {
-    let backend = Recording::new();
+    let backend = Recording::new(KvConfig::default());
     let cacher = cacher(&backend, config(false)).await;
     let options = ListOptions::prefix()
         .at("0", ResourceVersionMatch::Unset)
@@ -390,7 +314,7 @@ async fn test_cacher_no_leak_with_multiple_watchers() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn test_cacher_send_bookmark_events() {
     for allow_bookmarks in [true, false] {
-        let backend = Recording::new();
+        let backend = Recording::new(KvConfig::default());
         let mut config = config(false);
         config.bookmark_frequency = Duration::from_millis(200);
         let cacher = cacher(&backend, config).await;
@@ -420,7 +344,7 @@ async fn test_cacher_send_bookmark_events() {
 async fn test_bookmarks_on_resource_version_updates() {
     // A progress bookmark of the backend moves the cache's revision without a change,
     // and the next bookmark to a watcher carries it.
-    let backend = Recording::new();
+    let backend = Recording::new(KvConfig::default());
     let mut config = config(true);
     config.bookmark_frequency = Duration::from_millis(100);
     let cacher = cacher(&backend, config).await;
@@ -448,7 +372,7 @@ async fn test_bookmarks_on_resource_version_updates() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn test_watch_from_before_the_window_is_gone() {
-    let backend = Recording::new();
+    let backend = Recording::new(KvConfig::default());
     let pod = create(&backend, Pod::new("ns", "pod")).await;
     let cacher = cacher(&backend, config(false)).await;
     let options = ListOptions::prefix().at("1", ResourceVersionMatch::Unset);
@@ -469,7 +393,7 @@ async fn test_watch_from_before_the_window_is_gone() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn test_list_waits_for_fresh_cache_and_times_out_with_too_large_resource_version() {
-    let backend = Recording::new();
+    let backend = Recording::new(KvConfig::default());
     let cacher = cacher(&backend, config(false)).await;
     let future = cacher.resource_version() + 100;
     let options = ListOptions::prefix().at(future.to_string(), ResourceVersionMatch::NotOlderThan);
@@ -486,7 +410,7 @@ async fn test_list_waits_for_fresh_cache_and_times_out_with_too_large_resource_v
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn test_list_first_page_from_cache_continues_at_the_backend() {
-    let backend = Recording::new();
+    let backend = Recording::new(KvConfig::default());
     let mut created = Vec::new();
     for i in 0..5 {
         created.push(create(&backend, Pod::new("ns", &format!("pod-{i}"))).await);
@@ -536,7 +460,7 @@ async fn test_list_first_page_from_cache_continues_at_the_backend() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn test_exact_list_from_the_window() {
-    let backend = Recording::new();
+    let backend = Recording::new(KvConfig::default());
     let cacher = cacher(&backend, config(false)).await;
     let a = create(&backend, Pod::new("ns", "a")).await;
     let b = create(&backend, Pod::new("ns", "b")).await;
@@ -569,7 +493,7 @@ async fn test_exact_list_from_the_window() {
 /// cache's revision, a consistent one the current revision, and a "0" list after it too.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn test_consistent_list() {
-    let backend = Recording::new();
+    let backend = Recording::new(KvConfig::default());
     let cacher = cacher(&backend, config(true)).await;
     let created = create(&backend, Pod::new("default", "foo")).await;
     cacher.wait_until_fresh(rv(&created)).await.unwrap();

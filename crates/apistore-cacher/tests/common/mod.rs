@@ -6,6 +6,8 @@
 // Test support: a failed step must fail the test loudly.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+pub mod wrapped;
+
 use apistore_cacher::{Cacher, CacherConfig};
 use apistore_testing::suite::{Backend, Pod, PodFactory};
 

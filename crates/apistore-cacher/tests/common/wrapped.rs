@@ -1,0 +1,126 @@
+//! A backend for the cacher's own tests: the in-memory store, recording the lists,
+//! gets and watches that reach it (the reference's `dummyStorage`, over a working
+//! store), whose watch streams end when told to and whose later watches can be held at
+//! a gate.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+
+use apistore_memory::{KvConfig, MemoryKv, MemoryStore, MemoryStoreConfig};
+use apistore_storage::{
+    DeleteOptions, GetOptions, ListOptions, ObjectList, ResponseMeta, Result, Storage, Update,
+    UpdateOptions, Versioner, WatchStream,
+};
+use apistore_testing::suite::Pod;
+use futures::StreamExt as _;
+use tokio::sync::{Notify, Semaphore};
+
+/// The in-memory store of pods, watched and recorded.
+#[derive(Clone)]
+pub struct Wrapped {
+    pub store: MemoryStore<Pod>,
+    pub lists: Arc<Mutex<Vec<(String, ListOptions)>>>,
+    pub gets: Arc<Mutex<Vec<String>>>,
+    pub watches: Arc<AtomicUsize>,
+    /// Ends every watch stream open when notified.
+    pub cut: Arc<Notify>,
+    /// When set, every watch after the first waits for a permit.
+    pub gate: Option<Arc<Semaphore>>,
+}
+
+impl Wrapped {
+    /// Over a fresh key space with this configuration.
+    pub fn new(config: KvConfig) -> Self {
+        let kv = MemoryKv::new(config);
+        Self {
+            store: MemoryStore::new(kv, MemoryStoreConfig::for_resource("pods")),
+            lists: Arc::default(),
+            gets: Arc::default(),
+            watches: Arc::default(),
+            cut: Arc::new(Notify::new()),
+            gate: None,
+        }
+    }
+
+    /// The lists of keys other than the resource prefix (those are the cacher's own:
+    /// its lists of everything and its one-item lists for the current revision).
+    pub fn take_request_lists(&self) -> Vec<ListOptions> {
+        let mut lists = self.lists.lock().unwrap();
+        lists
+            .drain(..)
+            .filter(|(key, _)| key != "/pods")
+            .map(|(_, options)| options)
+            .collect()
+    }
+}
+
+impl Storage for Wrapped {
+    type Object = Pod;
+
+    fn versioner(&self) -> &dyn Versioner {
+        self.store.versioner()
+    }
+    async fn create(&self, key: &str, object: Pod, ttl: u64) -> Result<Pod> {
+        self.store.create(key, object, ttl).await
+    }
+    async fn get(&self, key: &str, options: &GetOptions) -> Result<Pod> {
+        self.gets.lock().unwrap().push(key.to_owned());
+        self.store.get(key, options).await
+    }
+    async fn delete(&self, key: &str, options: DeleteOptions<Pod>) -> Result<Pod> {
+        self.store.delete(key, options).await
+    }
+    async fn guaranteed_update<F>(
+        &self,
+        key: &str,
+        options: UpdateOptions<Pod>,
+        try_update: F,
+    ) -> Result<Pod>
+    where
+        F: FnMut(Pod, &ResponseMeta) -> Result<Update<Pod>> + Send,
+    {
+        self.store.guaranteed_update(key, options, try_update).await
+    }
+    async fn list(&self, key: &str, options: &ListOptions) -> Result<ObjectList<Pod>> {
+        self.lists
+            .lock()
+            .unwrap()
+            .push((key.to_owned(), options.clone()));
+        self.store.list(key, options).await
+    }
+    async fn watch(&self, key: &str, options: &ListOptions) -> Result<WatchStream<Pod>> {
+        let earlier = self.watches.fetch_add(1, Ordering::SeqCst);
+        if let (Some(gate), true) = (&self.gate, earlier > 0) {
+            gate.acquire().await.unwrap().forget();
+        }
+        let stream = self.store.watch(key, options).await?;
+        let cut = Arc::clone(&self.cut);
+        Ok(Box::pin(
+            stream.take_until(async move { cut.notified().await }),
+        ))
+    }
+    async fn count(&self, key: &str) -> Result<i64> {
+        self.store.count(key).await
+    }
+    async fn readiness_check(&self) -> Result<()> {
+        self.store.readiness_check().await
+    }
+    async fn request_watch_progress(&self) -> Result<()> {
+        self.store.request_watch_progress().await
+    }
+}
+
+/// The sum of a counter family's series in `registry`.
+pub fn counter(registry: &prometheus::Registry, name: &str) -> f64 {
+    registry
+        .gather()
+        .iter()
+        .filter(|family| family.name() == name)
+        .flat_map(|family| {
+            family
+                .get_metric()
+                .iter()
+                .map(|m| m.get_counter().get_value())
+        })
+        .sum()
+}
