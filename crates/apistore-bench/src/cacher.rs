@@ -19,6 +19,7 @@ use apistore_storage::{ListOptions, ResourceVersionMatch, Storage, WatchEvent, W
 use etcd_client::WatchOptions;
 use futures::StreamExt as _;
 
+use crate::alloc::Window;
 use crate::bench::Bench;
 use crate::driver::{self, Plan};
 use crate::error::{BenchError, Result};
@@ -58,7 +59,9 @@ impl Bench {
         let mut comparisons = Vec::new();
         let mut notes = Vec::new();
         if self.settings.selected(LIST) {
-            comparisons.push(self.compare_cached_list(&cacher).await?);
+            let (comparison, note) = self.compare_cached_list(&cacher).await?;
+            comparisons.push(comparison);
+            notes.push(note);
         }
         if self.settings.selected(WATCHERS) {
             let (comparison, note) = self.compare_cached_watchers(&cacher, &registry).await?;
@@ -70,7 +73,7 @@ impl Bench {
         Ok((comparisons, notes))
     }
 
-    async fn compare_cached_list(&self, cacher: &Cached) -> Result<Comparison> {
+    async fn compare_cached_list(&self, cacher: &Cached) -> Result<(Comparison, String)> {
         let objects = self.settings.list_objects;
         println!("  {LIST}: filling {objects} objects");
         let names = (0..objects).map(|i| object_name('k', 0, i)).collect();
@@ -82,6 +85,7 @@ impl Bench {
         .await?;
         let revision = u64::try_from(self.current_revision().await?).unwrap_or(0);
         cacher.wait_until_fresh(revision).await?;
+        let memory = self.cache_memory(objects).await?;
         println!("  {LIST}: cache (resourceVersion 0) against raw range + decode");
         let repeats = self.settings.list_repeats.max(3);
         let mut times: [Vec<f64>; 2] = [Vec::new(), Vec::new()];
@@ -103,15 +107,57 @@ impl Bench {
         };
         let [time_a, time_b] = times;
         let [cpu_a, cpu_b] = cpu;
-        Ok(Comparison::new(
-            Section::Cacher,
-            format!("{LIST} of {objects} × 1 KiB, resourceVersion 0"),
-            ARMS,
-            vec![
-                Metric::new(col::KEYS, Unit::PerSec, keys(&time_a), keys(&time_b)),
-                Metric::new(col::TIME, Unit::Seconds, time_a, time_b),
-                Metric::new("client CPU/list", Unit::CpuSeconds, cpu_a, cpu_b),
-            ],
+        Ok((
+            Comparison::new(
+                Section::Cacher,
+                format!("{LIST} of {objects} × 1 KiB, resourceVersion 0"),
+                ARMS,
+                vec![
+                    Metric::new(col::KEYS, Unit::PerSec, keys(&time_a), keys(&time_b)),
+                    Metric::new(col::TIME, Unit::Seconds, time_a, time_b),
+                    Metric::new("client CPU/list", Unit::CpuSeconds, cpu_a, cpu_b),
+                ],
+            ),
+            memory,
+        ))
+    }
+
+    /// The bytes a cache of the list namespace's resource holds once ready, against the
+    /// bytes the same objects hold decoded in a `Vec` (the counting allocator, nothing
+    /// else running meanwhile).
+    async fn cache_memory(&self, objects: u64) -> Result<String> {
+        let window = Window::open();
+        let mut decoded = Vec::new();
+        self.raw
+            .list(&etcd_namespace_prefix(NAMESPACE), 0, |items| {
+                decoded.extend_from_slice(items);
+            })
+            .await?;
+        let decoded_bytes = window.close().net;
+        drop(decoded);
+        let window = Window::open();
+        let cacher = Cacher::new(
+            (*self.store).clone(),
+            CacherConfig::new(format!("/{RESOURCE}"), RESOURCE),
+        );
+        cacher.wait_until_ready().await?;
+        let cached_bytes = window.close().net;
+        // The cache holds the whole resource, which has more than the list namespace
+        // (the CRUD pool lives there too): compare per object.
+        let everything = ListOptions::prefix().at("0", ResourceVersionMatch::NotOlderThan);
+        let cached = cacher
+            .list(&format!("/{RESOURCE}"), &everything)
+            .await?
+            .items
+            .len();
+        drop(cacher);
+        let per_cached = cached_bytes as f64 / cached.max(1) as f64;
+        let per_decoded = decoded_bytes as f64 / objects.max(1) as f64;
+        Ok(format!(
+            "{LIST}: a ready cache holds {cached_bytes} bytes for its {cached} objects \
+             ({per_cached:.0} per object); {objects} of them decoded in a Vec hold {decoded_bytes} \
+             bytes ({per_decoded:.0} per object): {:.2}×",
+            per_cached / per_decoded.max(1.0)
         ))
     }
 
