@@ -38,7 +38,17 @@ const ARMS: [&str; 2] = ["cache", "raw"];
 const NAMESPACE: &str = "cacher-list";
 const DEADLINE: Duration = Duration::from_secs(120);
 
-type Cached = Cacher<Etcd3Store<BenchObject>>;
+/// The cache holds `Shared<BenchObject>`: every list and every watcher gets the one
+/// decoded object, as kube's cacher hands out pointers.
+type Shared = apistore_storage::Shared<BenchObject>;
+type Cached = Cacher<Etcd3Store<Shared>>;
+
+impl Bench {
+    /// A store over the bench's etcd with its settings, for shared objects.
+    fn shared_store(&self) -> Etcd3Store<Shared> {
+        Etcd3Store::new(self.client.clone(), Self::store_config())
+    }
+}
 
 /// Whether any cacher workload is selected.
 pub(crate) fn selected(settings: &crate::settings::Settings) -> bool {
@@ -54,7 +64,7 @@ impl Bench {
             CacherMetrics::register(&registry)
                 .map_err(|err| BenchError::Invalid(format!("cacher metrics: {err}")))?,
         );
-        let cacher = Cacher::new((*self.store).clone(), config);
+        let cacher = Cacher::new(self.shared_store(), config);
         cacher.wait_until_ready().await?;
         let mut comparisons = Vec::new();
         let mut notes = Vec::new();
@@ -137,7 +147,7 @@ impl Bench {
         drop(decoded);
         let window = Window::open();
         let cacher = Cacher::new(
-            (*self.store).clone(),
+            self.shared_store(),
             CacherConfig::new(format!("/{RESOURCE}"), RESOURCE),
         );
         cacher.wait_until_ready().await?;
@@ -314,7 +324,7 @@ fn list_op(arm: usize, cacher: Cached, raw: Arc<crate::raw::Raw>, objects: u64) 
 
 /// A watch being read: the cache's or etcd-client's.
 enum Events {
-    Cache(WatchStream<BenchObject>),
+    Cache(WatchStream<Shared>),
     Raw(Box<etcd_client::WatchStream>),
 }
 

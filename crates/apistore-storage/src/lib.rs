@@ -34,6 +34,7 @@ mod object;
 mod options;
 mod selection;
 pub mod selector;
+mod shared;
 mod status;
 mod transformation;
 mod watch;
@@ -56,6 +57,7 @@ pub use options::{
 };
 pub use selection::SelectionPredicate;
 pub use selector::{FieldSelector, LabelSelector, SelectorError};
+pub use shared::Shared;
 pub use status::{Status, StatusCause, StatusDetails, StatusListMeta, StatusReason};
 pub use transformation::TransformationType;
 pub use watch::{WatchEvent, WatchStream};
