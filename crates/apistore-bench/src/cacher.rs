@@ -69,8 +69,8 @@ impl Bench {
         let mut comparisons = Vec::new();
         let mut notes = Vec::new();
         if self.settings.selected(LIST) {
-            let (comparison, note) = self.compare_cached_list(&cacher).await?;
-            comparisons.push(comparison);
+            let (lists, note) = self.compare_cached_list(&cacher).await?;
+            comparisons.extend(lists);
             notes.push(note);
         }
         if self.settings.selected(WATCHERS) {
@@ -83,7 +83,10 @@ impl Bench {
         Ok((comparisons, notes))
     }
 
-    async fn compare_cached_list(&self, cacher: &Cached) -> Result<(Comparison, String)> {
+    /// The list from the cache at resourceVersion 0 against the raw range, and, when
+    /// the backend answers progress requests (etcd 3.4.31+, 3.5.13+), the consistent
+    /// list (resourceVersion "") the cache serves after one.
+    async fn compare_cached_list(&self, cacher: &Cached) -> Result<(Vec<Comparison>, String)> {
         let objects = self.settings.list_objects;
         println!("  {LIST}: filling {objects} objects");
         let names = (0..objects).map(|i| object_name('k', 0, i)).collect();
@@ -95,20 +98,53 @@ impl Bench {
         .await?;
         let revision = u64::try_from(self.current_revision().await?).unwrap_or(0);
         cacher.wait_until_fresh(revision).await?;
-        let memory = self.cache_memory(objects).await?;
-        println!("  {LIST}: cache (resourceVersion 0) against raw range + decode");
+        let mut memory = self.cache_memory(objects).await?;
+        let mut comparisons = vec![self.time_cached_list(cacher, objects, false).await?];
+        let consistent_store = self.shared_store();
+        if consistent_store
+            .check_request_watch_progress_support()
+            .await?
+        {
+            let mut config = CacherConfig::new(format!("/{RESOURCE}"), RESOURCE);
+            config.consistent_reads_from_cache = true;
+            let consistent = Cacher::new(consistent_store, config);
+            consistent.wait_until_ready().await?;
+            comparisons.push(self.time_cached_list(&consistent, objects, true).await?);
+        } else {
+            memory.push_str(
+                "; the consistent list from the cache was not measured: this etcd does not \
+                 answer progress requests correctly (3.4.31+ or 3.5.13+ does)",
+            );
+        }
+        self.clear(NAMESPACE).await?;
+        Ok((comparisons, memory))
+    }
+
+    async fn time_cached_list(
+        &self,
+        cacher: &Cached,
+        objects: u64,
+        consistent: bool,
+    ) -> Result<Comparison> {
+        let rv = if consistent { "\"\" (consistent)" } else { "0" };
+        println!("  {LIST}: cache (resourceVersion {rv}) against raw range + decode");
         let repeats = self.settings.list_repeats.max(3);
         let mut times: [Vec<f64>; 2] = [Vec::new(), Vec::new()];
         let mut cpu: [Vec<f64>; 2] = [Vec::new(), Vec::new()];
         for _ in 0..self.settings.rounds {
             for arm in self.arm_indexes() {
-                let op = list_op(arm, cacher.clone(), Arc::clone(&self.raw), objects);
+                let op = list_op(
+                    arm,
+                    cacher.clone(),
+                    Arc::clone(&self.raw),
+                    objects,
+                    consistent,
+                );
                 let sample = driver::drive(&self.cpu, 1, Plan::Count(repeats), &op, None).await?;
                 times[arm].push(sample.latency(0.5));
                 cpu[arm].push(sample.client_cpu_per_op());
             }
         }
-        self.clear(NAMESPACE).await?;
         let keys = |times: &[f64]| {
             times
                 .iter()
@@ -117,18 +153,15 @@ impl Bench {
         };
         let [time_a, time_b] = times;
         let [cpu_a, cpu_b] = cpu;
-        Ok((
-            Comparison::new(
-                Section::Cacher,
-                format!("{LIST} of {objects} × 1 KiB, resourceVersion 0"),
-                ARMS,
-                vec![
-                    Metric::new(col::KEYS, Unit::PerSec, keys(&time_a), keys(&time_b)),
-                    Metric::new(col::TIME, Unit::Seconds, time_a, time_b),
-                    Metric::new("client CPU/list", Unit::CpuSeconds, cpu_a, cpu_b),
-                ],
-            ),
-            memory,
+        Ok(Comparison::new(
+            Section::Cacher,
+            format!("{LIST} of {objects} × 1 KiB, resourceVersion {rv}"),
+            ARMS,
+            vec![
+                Metric::new(col::KEYS, Unit::PerSec, keys(&time_a), keys(&time_b)),
+                Metric::new(col::TIME, Unit::Seconds, time_a, time_b),
+                Metric::new("client CPU/list", Unit::CpuSeconds, cpu_a, cpu_b),
+            ],
         ))
     }
 
@@ -293,13 +326,23 @@ impl Bench {
     }
 }
 
-fn list_op(arm: usize, cacher: Cached, raw: Arc<crate::raw::Raw>, objects: u64) -> driver::OpFn {
+fn list_op(
+    arm: usize,
+    cacher: Cached,
+    raw: Arc<crate::raw::Raw>,
+    objects: u64,
+    consistent: bool,
+) -> driver::OpFn {
     driver::op(move |_, _| {
         let cacher = cacher.clone();
         let raw = Arc::clone(&raw);
         async move {
             let listed = if arm == 0 {
-                let options = ListOptions::prefix().at("0", ResourceVersionMatch::NotOlderThan);
+                let options = if consistent {
+                    ListOptions::prefix()
+                } else {
+                    ListOptions::prefix().at("0", ResourceVersionMatch::NotOlderThan)
+                };
                 let list = cacher
                     .list(&store_namespace_key(NAMESPACE), &options)
                     .await?;
