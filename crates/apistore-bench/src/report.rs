@@ -119,7 +119,7 @@ impl Report {
             (
                 Section::Cacher,
                 "Watch cache: lists served from memory",
-                "A = `apistore-cacher` over the etcd3 store, B = raw etcd-client: 10,000 objects of 1 KiB listed from the cache with resourceVersion 0 and, on an etcd that answers progress requests (3.4.31+, 3.5.13+), with resourceVersion "" (consistent: the cache waits for a progress request to bring it to etcd's current revision), against one range of the same keys with every value decoded.",
+                "A = `apistore-cacher` over the etcd3 store, B = raw etcd-client: 10,000 objects of 1 KiB listed from the cache with resourceVersion 0 and, on an etcd that answers progress requests (3.4.31+, 3.5.13+), with resourceVersion \"\" (consistent: the cache waits for a progress request to bring it to etcd's current revision), against one range of the same keys with every value decoded.",
             ),
             (
                 Section::CacherWatch,
