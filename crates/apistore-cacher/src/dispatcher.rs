@@ -2,7 +2,10 @@
 //! `cacheWatcher.add`, `timeBudget` and the bookmark time buckets of `cacher.go`).
 //!
 //! Every event goes to every watcher whose key it falls under, without waiting, into
-//! the watcher's own buffer. Watchers whose buffer is full get the rest of a shared
+//! the watcher's own buffer. Events that reached the cache together (etcd sends a
+//! watch response of many events under load) go as one batch: one send and one
+//! wake-up per watcher for the batch instead of one per event, which is what lets a
+//! thousand watchers keep up with etcd's write rate; a buffer slot holds one batch. Watchers whose buffer is full get the rest of a shared
 //! time budget (at most 100 ms, refilled at 50 ms per second) to make room; those that
 //! still have none are terminated: their stream ends and they re-watch, while the
 //! others are never held up by more than the budget.
@@ -25,9 +28,14 @@ use crate::metrics::ResourceMetrics;
 /// What a watcher's buffer carries.
 #[derive(Debug)]
 pub(crate) enum Dispatched<T> {
-    Event(Arc<CacheEvent<T>>),
+    /// Events in revision order; the watcher skips those it already covers and
+    /// those its filter does not select.
+    Events(Batch<T>),
     Bookmark(u64),
 }
+
+/// Events that reached the cache together, shared by every watcher they go to.
+pub(crate) type Batch<T> = Arc<[Arc<CacheEvent<T>>]>;
 
 /// The initial-events-end bookmark of a watch-list watcher: still waited for, handed
 /// to its buffer, or sent (kube's `cacheWatcherWaitingForBookmark`, `...Received`,
@@ -171,22 +179,34 @@ impl<T> Dispatcher<T> {
         self.lock().watchers.clear();
     }
 
-    /// Sends `event` to every watcher under its key; see the module docs for what
-    /// happens to watchers that cannot take it.
-    pub(crate) async fn dispatch(&self, event: &Arc<CacheEvent<T>>) {
+    /// Sends `batch` (events in revision order) to every watcher under whose key one
+    /// of them falls; see the module docs for what happens to watchers that cannot
+    /// take it.
+    pub(crate) async fn dispatch(&self, batch: &Batch<T>) {
+        let (Some(first), Some(last)) = (batch.first(), batch.last()) else {
+            return;
+        };
         let mut blocked = Vec::new();
         {
             let mut registry = self.lock();
             let mut closed = Vec::new();
             for (id, watcher) in &registry.watchers {
-                if event.resource_version <= watcher.start_resource_version
-                    || !has_path_prefix(&event.key, &watcher.key)
-                {
+                if last.resource_version <= watcher.start_resource_version {
+                    continue;
+                }
+                let under_key = if batch.len() == 1 {
+                    has_path_prefix(&first.key, &watcher.key)
+                } else {
+                    batch
+                        .iter()
+                        .any(|event| has_path_prefix(&event.key, &watcher.key))
+                };
+                if !under_key {
                     continue;
                 }
                 match watcher
                     .sender
-                    .try_send(Dispatched::Event(Arc::clone(event)))
+                    .try_send(Dispatched::Events(Arc::clone(batch)))
                 {
                     Ok(()) => {}
                     Err(mpsc::error::TrySendError::Full(_)) => {
@@ -199,7 +219,7 @@ impl<T> Dispatcher<T> {
                 registry.watchers.remove(&id);
             }
         }
-        self.metrics.events_dispatched.inc();
+        self.metrics.events_dispatched.inc_by(batch.len() as u64);
         if blocked.is_empty() {
             return;
         }
@@ -214,7 +234,7 @@ impl<T> Dispatcher<T> {
         for (id, sender) in blocked {
             let sent = tokio::time::timeout_at(
                 deadline,
-                sender.send(Dispatched::Event(Arc::clone(event))),
+                sender.send(Dispatched::Events(Arc::clone(batch))),
             )
             .await;
             if !matches!(sent, Ok(Ok(()))) {
@@ -268,5 +288,68 @@ impl<T> Dispatcher<T> {
                     now + self.bookmark_frequency
                 };
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::event::EventKind;
+    use crate::metrics::CacherMetrics;
+
+    fn event(name: &str, resource_version: u64) -> Arc<CacheEvent<String>> {
+        Arc::new(CacheEvent {
+            kind: EventKind::Added,
+            key: Arc::from(format!("/pods/ns/{name}")),
+            object: Arc::new(name.to_owned()),
+            prev_object: None,
+            resource_version,
+            record_time: Instant::now(),
+        })
+    }
+
+    fn watcher(
+        dispatcher: &Arc<Dispatcher<String>>,
+        key: &str,
+        buffer: usize,
+    ) -> (mpsc::Receiver<Dispatched<String>>, WatcherGuard<String>) {
+        let (sender, receiver) = mpsc::channel(buffer);
+        let guard = dispatcher.add(NewWatcher {
+            sender,
+            start_resource_version: 0,
+            key: Arc::from(key),
+            allow_bookmarks: false,
+            bookmark_after_resource_version: 0,
+            bookmark_state: Arc::new(AtomicU8::new(BOOKMARK_SENT)),
+        });
+        (receiver, guard)
+    }
+
+    #[tokio::test]
+    async fn events_that_arrive_together_take_one_buffer_slot() {
+        let metrics = CacherMetrics::unregistered().for_resource("pods", "/pods");
+        let dispatcher = Arc::new(Dispatcher::new(Duration::from_secs(60), metrics.clone()));
+        let (mut under, _under_guard) = watcher(&dispatcher, "/pods/ns", 1);
+        let (mut elsewhere, _elsewhere_guard) = watcher(&dispatcher, "/pods/other", 1);
+        let batch: Batch<String> = (1..=50).map(|rv| event(&format!("p{rv}"), rv)).collect();
+        dispatcher.dispatch(&batch).await;
+
+        // Fifty events, a buffer of one: one send, nobody blocked or terminated.
+        let Ok(Dispatched::Events(received)) = under.try_recv() else {
+            panic!("the watcher under the events' key got no batch");
+        };
+        assert_eq!(received.len(), 50);
+        assert!(
+            Arc::ptr_eq(&received, &batch),
+            "every watcher shares the batch"
+        );
+        assert!(under.try_recv().is_err(), "one buffer slot for the batch");
+        assert!(
+            elsewhere.try_recv().is_err(),
+            "a watcher under another key gets nothing"
+        );
+        assert_eq!(metrics.events_dispatched.get(), 50, "counted per event");
+        assert_eq!(metrics.terminated_watchers.get(), 0);
+        assert_eq!(dispatcher.lock().watchers.len(), 2);
     }
 }

@@ -1,6 +1,7 @@
 //! The cache's one list-then-watch of the backend (kube's reflector as the cacher
 //! runs it in `startCaching`): list the resource in pages, replace the cache, watch
-//! from the list's revision with progress bookmarks, apply and dispatch every event.
+//! from the list's revision with progress bookmarks, apply every event and dispatch
+//! them, those that arrived together as one batch.
 //!
 //! A watch stream that ends is re-opened from the last revision seen. An error event
 //! (410 when the revision was compacted away) or a failed list or watch ends the round:
@@ -10,13 +11,14 @@
 
 use std::future::poll_fn;
 use std::sync::Arc;
+use std::task::Poll;
 use std::time::Duration;
 
 use apistore_storage::{ListOptions, SelectionPredicate, Storage, StorageError, WatchEvent};
 use tokio::time::{Instant, MissedTickBehavior};
 
 use crate::cacher::Shared;
-use crate::event::EventKind;
+use crate::event::{CacheEvent, EventKind};
 
 const FIRST_RETRY: Duration = Duration::from_millis(100);
 const MAX_RETRY: Duration = Duration::from_secs(30);
@@ -86,45 +88,113 @@ async fn list_and_watch<S: Storage>(
                     continue;
                 }
             };
-            let (kind, object) = match event {
-                None => break,
-                Some(WatchEvent::Added(object)) => (EventKind::Added, object),
-                Some(WatchEvent::Modified(object)) => (EventKind::Modified, object),
-                Some(WatchEvent::Deleted(object)) => (EventKind::Deleted, object),
-                Some(WatchEvent::Bookmark(object)) => {
-                    match shared.storage.versioner().object_resource_version(&object) {
-                        Ok(rv) => {
-                            shared.cache.update_resource_version(rv);
-                            shared.metrics.record_resource_version(rv);
-                        }
-                        Err(err) => {
-                            tracing::warn!(error = %err, "bookmark without a usable resourceVersion")
-                        }
+            // The events already waiting go with this one, as one batch.
+            let mut batch = Vec::new();
+            let mut polled = Some(event);
+            let mut flow = Flow::Continue;
+            while let Some(event) = polled.take() {
+                match absorb(shared, prefix, event) {
+                    Absorbed::Event(event) => batch.push(event),
+                    Absorbed::Nothing => {}
+                    Absorbed::End => {
+                        flow = Flow::Reopen;
+                        break;
                     }
-                    continue;
-                }
-                Some(WatchEvent::Error(status)) => {
-                    return Err(StorageError::Api {
-                        key: prefix.to_owned(),
-                        status: Box::new(status),
-                    });
-                }
-            };
-            shared.metrics.events_received.inc();
-            match shared.cache.process(kind, object, Instant::now()) {
-                Ok(processed) => {
-                    if let Some((old, new)) = processed.window.resized {
-                        shared.metrics.record_capacity_change(old, new);
+                    Absorbed::Failed(err) => {
+                        flow = Flow::Fail(err);
+                        break;
                     }
-                    shared
-                        .metrics
-                        .record_resource_version(processed.event.resource_version);
-                    shared.dispatcher.dispatch(&processed.event).await;
+                }
+                if batch.len() >= MAX_BATCH {
+                    break;
+                }
+                polled = poll_fn(|cx| {
+                    Poll::Ready(match stream.as_mut().poll_next(cx) {
+                        Poll::Ready(event) => Some(event),
+                        Poll::Pending => None,
+                    })
+                })
+                .await;
+            }
+            if !batch.is_empty() {
+                shared.dispatcher.dispatch(&Arc::from(batch)).await;
+            }
+            match flow {
+                Flow::Continue => {}
+                Flow::Reopen => break,
+                Flow::Fail(err) => return Err(err),
+            }
+        }
+    }
+}
+
+/// The most events one batch carries to the watchers.
+const MAX_BATCH: usize = 256;
+
+/// What the reflector does after a batch.
+enum Flow {
+    Continue,
+    /// The backend's watch stream ended: open another from the cache's revision.
+    Reopen,
+    Fail(StorageError),
+}
+
+/// What one item of the backend's watch stream did to the cache.
+enum Absorbed<T> {
+    /// A change, applied to the cache, to dispatch.
+    Event(Arc<CacheEvent<T>>),
+    /// A bookmark, or an event without a usable resourceVersion (logged).
+    Nothing,
+    /// The stream ended.
+    End,
+    /// An error event: the round ends.
+    Failed(StorageError),
+}
+
+/// Applies one item of the backend's watch stream (`None`: its end) to the cache.
+fn absorb<S: Storage>(
+    shared: &Shared<S>,
+    prefix: &str,
+    event: Option<WatchEvent<S::Object>>,
+) -> Absorbed<S::Object> {
+    let (kind, object) = match event {
+        None => return Absorbed::End,
+        Some(WatchEvent::Added(object)) => (EventKind::Added, object),
+        Some(WatchEvent::Modified(object)) => (EventKind::Modified, object),
+        Some(WatchEvent::Deleted(object)) => (EventKind::Deleted, object),
+        Some(WatchEvent::Bookmark(object)) => {
+            match shared.storage.versioner().object_resource_version(&object) {
+                Ok(rv) => {
+                    shared.cache.update_resource_version(rv);
+                    shared.metrics.record_resource_version(rv);
                 }
                 Err(err) => {
-                    tracing::warn!(error = %err, "watch event without a usable resourceVersion")
+                    tracing::warn!(error = %err, "bookmark without a usable resourceVersion")
                 }
             }
+            return Absorbed::Nothing;
+        }
+        Some(WatchEvent::Error(status)) => {
+            return Absorbed::Failed(StorageError::Api {
+                key: prefix.to_owned(),
+                status: Box::new(status),
+            });
+        }
+    };
+    shared.metrics.events_received.inc();
+    match shared.cache.process(kind, object, Instant::now()) {
+        Ok(processed) => {
+            if let Some((old, new)) = processed.window.resized {
+                shared.metrics.record_capacity_change(old, new);
+            }
+            shared
+                .metrics
+                .record_resource_version(processed.event.resource_version);
+            Absorbed::Event(processed.event)
+        }
+        Err(err) => {
+            tracing::warn!(error = %err, "watch event without a usable resourceVersion");
+            Absorbed::Nothing
         }
     }
 }

@@ -108,6 +108,7 @@ impl<S: Storage> Shared<S> {
             initial_done: false,
             resource_version,
             live,
+            batch: None,
             filter,
             bookmark_state,
             metrics: self.metrics.clone(),

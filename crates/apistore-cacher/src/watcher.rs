@@ -21,7 +21,7 @@ use apistore_storage::{
 use futures_core::Stream;
 use tokio::sync::mpsc;
 
-use crate::dispatcher::{BOOKMARK_SENT, Dispatched, WatcherGuard};
+use crate::dispatcher::{BOOKMARK_SENT, Batch, Dispatched, WatcherGuard};
 use crate::event::{CacheEvent, EventKind, has_path_prefix};
 use crate::metrics::ResourceMetrics;
 
@@ -70,6 +70,8 @@ pub(crate) struct CacheWatcher<T> {
     /// dispatcher may hand over what the interval already held) are skipped.
     pub(crate) resource_version: u64,
     pub(crate) live: mpsc::Receiver<Dispatched<T>>,
+    /// The batch being handed out, and the index of its next event.
+    pub(crate) batch: Option<(Batch<T>, usize)>,
     pub(crate) filter: WatchFilter,
     pub(crate) bookmark_state: Arc<AtomicU8>,
     pub(crate) metrics: ResourceMetrics,
@@ -108,18 +110,23 @@ impl<T: ApiObject + Clone + Default> Stream for CacheWatcher<T> {
             }
         }
         loop {
-            match this.live.poll_recv(cx) {
-                Poll::Pending => return Poll::Pending,
-                Poll::Ready(None) => return Poll::Ready(None),
-                Poll::Ready(Some(Dispatched::Event(event))) => {
+            if let Some((batch, next)) = &mut this.batch {
+                while let Some(event) = batch.get(*next) {
+                    *next += 1;
                     if event.resource_version <= this.resource_version {
                         continue;
                     }
                     this.resource_version = event.resource_version;
-                    if let Some(converted) = convert(&event, &this.filter) {
+                    if let Some(converted) = convert(event, &this.filter) {
                         return Poll::Ready(Some(converted));
                     }
                 }
+                this.batch = None;
+            }
+            match this.live.poll_recv(cx) {
+                Poll::Pending => return Poll::Pending,
+                Poll::Ready(None) => return Poll::Ready(None),
+                Poll::Ready(Some(Dispatched::Events(batch))) => this.batch = Some((batch, 0)),
                 Poll::Ready(Some(Dispatched::Bookmark(resource_version))) => {
                     let unsent = this.bookmark_state.load(Ordering::Acquire) != BOOKMARK_SENT;
                     if resource_version > this.resource_version
