@@ -183,7 +183,7 @@ impl<T> Dispatcher<T> {
     /// of them falls; see the module docs for what happens to watchers that cannot
     /// take it.
     pub(crate) async fn dispatch(&self, batch: &Batch<T>) {
-        let (Some(first), Some(last)) = (batch.first(), batch.last()) else {
+        let Some(last) = batch.last() else {
             return;
         };
         let mut blocked = Vec::new();
@@ -194,14 +194,10 @@ impl<T> Dispatcher<T> {
                 if last.resource_version <= watcher.start_resource_version {
                     continue;
                 }
-                let under_key = if batch.len() == 1 {
-                    has_path_prefix(&first.key, &watcher.key)
-                } else {
-                    batch
-                        .iter()
-                        .any(|event| has_path_prefix(&event.key, &watcher.key))
-                };
-                if !under_key {
+                if !batch
+                    .iter()
+                    .any(|event| has_path_prefix(&event.key, &watcher.key))
+                {
                     continue;
                 }
                 match watcher
