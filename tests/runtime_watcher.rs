@@ -14,7 +14,7 @@ use apistore::{
     ApiStore, DeleteOptions, DynamicObject, Etcd3Store, GetOptions, ListOptions, ObjectList,
     ResponseMeta, Result, Storage, Update, UpdateOptions, Versioner, WatchStream,
 };
-use apistore_testing::etcd::{shared_endpoint, unique_prefix};
+use apistore_testing::etcd::{EtcdOptions, EtcdServer, shared_endpoint, unique_prefix};
 use futures::{Stream, StreamExt};
 
 fn cm(name: &str) -> DynamicObject {
@@ -25,6 +25,10 @@ fn cm(name: &str) -> DynamicObject {
 
 async fn api(prefix: &str) -> ApiStore {
     let endpoint = shared_endpoint().unwrap_or_else(|err| panic!("{err}"));
+    api_at(&endpoint, prefix).await
+}
+
+async fn api_at(endpoint: &str, prefix: &str) -> ApiStore {
     ApiStore::builder()
         .endpoints(endpoint.split(','))
         .prefix(prefix)
@@ -201,8 +205,12 @@ impl Storage for Cutting {
 
 #[tokio::test]
 async fn a_watch_resumed_at_a_compacted_revision_relists_and_drops_what_is_gone() {
+    // An etcd of its own: compacting the shared one would expire the revisions the
+    // other tests of this file are watching from, as they run at the same time.
+    let etcd = EtcdServer::start(EtcdOptions::default()).unwrap_or_else(|err| panic!("{err}"));
+    let endpoint = etcd.endpoint();
     let prefix = unique_prefix("runtime-watcher-relist");
-    let api = api(&prefix).await;
+    let api = api_at(&endpoint, &prefix).await;
     let store = api.dynamic_store("configmaps");
     store
         .create("configmaps/default/a", cm("a"), 0)
@@ -242,8 +250,7 @@ async fn a_watch_resumed_at_a_compacted_revision_relists_and_drops_what_is_gone(
         .await
         .unwrap();
     let revision: i64 = last.metadata.resource_version.parse().unwrap();
-    let endpoint = shared_endpoint().unwrap();
-    let mut client = etcd_client::Client::connect(endpoint.split(',').collect::<Vec<_>>(), None)
+    let mut client = etcd_client::Client::connect([endpoint.as_str()], None)
         .await
         .unwrap();
     client.compact(revision, None).await.unwrap();
