@@ -60,10 +60,12 @@ async fn list_and_watch<S: Storage>(
     let (objects, list_rv) = list_all(shared).await?;
     shared.cache.replace(objects, list_rv);
     *listed = true;
-    shared.ready.set(true);
+    // The metrics move before readiness does: whoever waited for the cache to be ready
+    // must find the initialization already counted.
     shared.metrics.initializations.inc();
     shared.metrics.record_resource_version(list_rv);
     shared.metrics.capacity.set(shared.cache.capacity() as i64);
+    shared.ready.set(true);
     tracing::debug!(resource = %shared.settings.group_resource, revision = list_rv, "watch cache initialized");
 
     let mut ticker = tokio::time::interval(BOOKMARK_TICK);
