@@ -21,9 +21,12 @@
 //!   compacted away, 503 when no member was reachable for longer than the store's
 //!   limit, 500 for undecodable data).
 //!
-//! Each watch runs in a task of its own feeding a channel of 100 events; the etcd side
-//! is the store's shared watch stream ([`crate::watch_mux`]). Dropping the stream ends
-//! the task and cancels the etcd watch.
+//! Each watch runs in a task of its own feeding a channel of 100 changes; the etcd side
+//! is the store's shared watch stream ([`crate::watch_mux`]). The task only reads: it
+//! sends each response's changes raw, their values left inside the response, and the
+//! consumer's side of the channel decodes and filters them as it takes them
+//! (`apistore_backend::watch::channel` says why). Dropping the stream ends the task
+//! and cancels the etcd watch.
 //!
 //! [`StoreConfig::watch_list`]: crate::StoreConfig::watch_list
 
@@ -31,9 +34,7 @@ use std::convert::Infallible;
 use std::sync::Arc;
 
 use apistore_backend::watch::{self, Ending, Outgoing, Start, StartPlan};
-use apistore_storage::{
-    ApiObject, ListOptions, Result, SelectionPredicate, StorageError, WatchEvent, WatchStream,
-};
+use apistore_storage::{ApiObject, ListOptions, Result, StorageError, WatchEvent, WatchStream};
 use etcd_client::{WatchOptions, WatchResponse};
 
 use crate::error::internal;
@@ -163,14 +164,12 @@ where
                 Box::new(err),
             )
         })?;
-        // Boxed events: a channel slot stays one pointer whatever the object's size.
-        let (out, events) = watch::channel::<T, Box<WatchEvent<T>>>();
+        let (out, events) = watch::channel(self.layers.clone(), options.predicate.clone());
         let task = WatchTask {
             store: self.clone(),
             key: prepared,
             recursive: options.recursive,
             progress_notify: options.progress_notify,
-            predicate: options.predicate.clone(),
             initial_rev,
             plan,
             out,
@@ -202,11 +201,11 @@ struct WatchTask<T> {
     key: String,
     recursive: bool,
     progress_notify: bool,
-    predicate: SelectionPredicate,
     /// The revision seen up to; the etcd watch starts after it.
     initial_rev: i64,
     plan: StartPlan,
-    out: Outgoing<T, Box<WatchEvent<T>>>,
+    /// Changes go out raw: the consumer's side decodes and filters them.
+    out: Outgoing<T>,
 }
 
 impl<T> WatchTask<T>
@@ -269,15 +268,8 @@ where
                 hook(index).await;
             }
             self.initial_rev = pager.revision();
-            for kv in page.kvs {
-                let event = self
-                    .store
-                    .layers
-                    .watch_event(raw_from_kv(kv), &self.predicate)?;
-                if let Some(event) = event {
-                    self.out.emit(event).await?;
-                }
-            }
+            let mut changes: Vec<_> = page.kvs.into_iter().map(raw_from_kv).collect();
+            self.out.emit_all(&mut changes).await?;
             if !page.more {
                 break;
             }
@@ -376,14 +368,24 @@ where
             }
             return Ok(());
         }
-        for event in response.events() {
+        // The response's changes go to the consumer together (see `Outgoing::emit_all`);
+        // those read before a malformed one are delivered before its error.
+        let response = Arc::new(response);
+        let mut changes = Vec::with_capacity(response.events().len());
+        for index in 0..response.events().len() {
             self.store.instrumentation.record_events_received();
-            let raw = raw_from_etcd(event)?;
-            let rev = raw.rev;
-            if let Some(event) = self.store.layers.watch_event(raw, &self.predicate)? {
-                self.out.emit(event).await?;
+            match raw_from_etcd(&response, index) {
+                Ok(raw) => changes.push(raw),
+                Err(err) => {
+                    self.out.emit_all(&mut changes).await?;
+                    return Err(err.into());
+                }
             }
-            *next_rev = (*next_rev).max(rev.saturating_add(1));
+        }
+        if let Some(last) = changes.last() {
+            let seen = last.rev.saturating_add(1);
+            self.out.emit_all(&mut changes).await?;
+            *next_rev = (*next_rev).max(seen);
         }
         Ok(())
     }

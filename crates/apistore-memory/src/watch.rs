@@ -3,18 +3,16 @@
 //! statuses and the event channel are `apistore_backend::watch`'s, shared with the
 //! etcd3 store (kube-apiserver's `etcd3/watcher.go` at v0.31.1).
 //!
-//! Each watch runs in a task of its own feeding a channel of 100 events. It reads the
-//! key space's history from the revision it has reached, sends what matches, and then
-//! waits for the revision to move, for a progress request, or for its progress
+//! Each watch runs in a task of its own feeding a channel of 100 changes. It reads the
+//! key space's history from the revision it has reached, sends the changes raw (the
+//! consumer's side decodes and filters them, as for the etcd3 store), and then waits for the revision to move, for a progress request, or for its progress
 //! interval. Dropping the stream ends the task.
 
 use std::convert::Infallible;
 use std::time::Duration;
 
 use apistore_backend::watch::{self, Ending, Outgoing, Start, StartPlan};
-use apistore_storage::{
-    ApiObject, ListOptions, Result, SelectionPredicate, StorageError, WatchEvent, WatchStream,
-};
+use apistore_storage::{ApiObject, ListOptions, Result, StorageError, WatchStream};
 
 use crate::event::{raw_from_history, raw_from_kv};
 use crate::hub::ActiveWatch;
@@ -53,7 +51,7 @@ where
                 message: format!("a watch needs a tokio runtime: {err}"),
                 source: None,
             })?;
-        let (out, events) = watch::channel::<T, WatchEvent<T>>();
+        let (out, events) = watch::channel(self.layers.clone(), options.predicate.clone());
         // Subscribed now, not when the task first runs: a progress request made after
         // this call returns must reach the watch.
         let progress = self.hub.progress_requests();
@@ -63,7 +61,6 @@ where
             key: prepared,
             recursive: options.recursive,
             progress_notify: options.progress_notify,
-            predicate: options.predicate.clone(),
             initial_rev,
             plan,
             out,
@@ -87,11 +84,11 @@ struct WatchTask<T> {
     key: String,
     recursive: bool,
     progress_notify: bool,
-    predicate: SelectionPredicate,
     /// The revision seen up to; changes after it are sent.
     initial_rev: i64,
     plan: StartPlan,
-    out: Outgoing<T, WatchEvent<T>>,
+    /// Changes go out raw: the consumer's side decodes and filters them.
+    out: Outgoing<T>,
     /// Changes with every progress request to the store.
     progress: tokio::sync::watch::Receiver<u64>,
 }
@@ -141,15 +138,8 @@ where
             .read()
             .range(&self.keys(), 0, 0)
             .map_err(|err| crate::kv::revision_error(&self.key, err))?;
-        for kv in range.kvs {
-            let event = self
-                .store
-                .layers
-                .watch_event(raw_from_kv(kv), &self.predicate)?;
-            if let Some(event) = event {
-                self.out.emit(event).await?;
-            }
-        }
+        let mut changes: Vec<_> = range.kvs.into_iter().map(raw_from_kv).collect();
+        self.out.emit_all(&mut changes).await?;
         self.initial_rev = range.revision;
         Ok(())
     }
@@ -176,15 +166,23 @@ where
                 (mvcc.events_since(&self.keys(), next_rev), mvcc.revision())
             };
             let events = events.map_err(|_| watch::watch_expired(&self.key))?;
+            // Sent raw, in stretches (see `Outgoing::emit_all`): the consumer's side
+            // decodes and filters them. What was read before a malformed change goes
+            // before its error.
+            let mut changes = Vec::with_capacity(events.len());
             for event in events {
                 let rev = event.revision();
-                let raw = raw_from_history(event)?;
-                if let Some(event) = self.store.layers.watch_event(raw, &self.predicate)? {
-                    self.out.emit(event).await?;
-                    sent_since_tick = true;
+                match raw_from_history(event) {
+                    Ok(raw) => changes.push(raw),
+                    Err(err) => {
+                        self.out.emit_all(&mut changes).await?;
+                        return Err(err.into());
+                    }
                 }
                 next_rev = next_rev.max(rev.saturating_add(1));
             }
+            sent_since_tick |= !changes.is_empty();
+            self.out.emit_all(&mut changes).await?;
             next_rev = next_rev.max(current.saturating_add(1));
             // Progress is reported only by a watch that has seen everything up to now:
             // one waiting for a future revision stays quiet, as etcd's does.
