@@ -291,7 +291,7 @@ where
                         // cannot decode: closing the channel stops the task.
                         this.failed = true;
                         this.events.close();
-                        return Poll::Ready(Some(WatchEvent::Error(watch_error_status(&err))));
+                        return Poll::Ready(Some(WatchEvent::error(watch_error_status(&err))));
                     }
                 },
             }
@@ -362,7 +362,7 @@ impl<T> Outgoing<T> {
     pub async fn end(&self, ending: Ending) {
         if let Ending::Failed(status) = ending {
             let _ = self
-                .send(Message::Ready(Box::new(WatchEvent::Error(status))))
+                .send(Message::Ready(Box::new(WatchEvent::error(status))))
                 .await;
         }
     }

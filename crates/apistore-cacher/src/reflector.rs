@@ -14,7 +14,9 @@ use std::sync::Arc;
 use std::task::Poll;
 use std::time::Duration;
 
-use apistore_storage::{ListOptions, SelectionPredicate, Storage, StorageError, WatchEvent};
+use apistore_storage::{
+    ListOptions, SelectionPredicate, Storage, StorageError, WatchEvent, WatchStream,
+};
 use tokio::time::{Instant, MissedTickBehavior};
 
 use crate::cacher::Shared;
@@ -94,6 +96,7 @@ async fn list_and_watch<S: Storage>(
             let mut batch = Vec::new();
             let mut polled = Some(event);
             let mut flow = Flow::Continue;
+            let mut yielded = false;
             while let Some(event) = polled.take() {
                 match absorb(shared, prefix, event) {
                     Absorbed::Event(event) => batch.push(event),
@@ -110,13 +113,16 @@ async fn list_and_watch<S: Storage>(
                 if batch.len() >= MAX_BATCH {
                     break;
                 }
-                polled = poll_fn(|cx| {
-                    Poll::Ready(match stream.as_mut().poll_next(cx) {
-                        Poll::Ready(event) => Some(event),
-                        Poll::Pending => None,
-                    })
-                })
-                .await;
+                polled = poll_now(&mut stream).await;
+                if polled.is_none() && !yielded {
+                    // Once per batch, the tasks already runnable (the watchers taking
+                    // the previous batch, the backend's watch) go first: under load
+                    // more events are then waiting, and every watcher wakes once for
+                    // all of them. Idle, this costs one turn of the scheduler.
+                    yielded = true;
+                    tokio::task::yield_now().await;
+                    polled = poll_now(&mut stream).await;
+                }
             }
             if !batch.is_empty() {
                 shared.dispatcher.dispatch(&Arc::from(batch)).await;
@@ -128,6 +134,17 @@ async fn list_and_watch<S: Storage>(
             }
         }
     }
+}
+
+/// The next item of `stream` if it is ready now (`Some(None)`: the stream ended).
+async fn poll_now<T>(stream: &mut WatchStream<T>) -> Option<Option<WatchEvent<T>>> {
+    poll_fn(|cx| {
+        Poll::Ready(match stream.as_mut().poll_next(cx) {
+            Poll::Ready(event) => Some(event),
+            Poll::Pending => None,
+        })
+    })
+    .await
 }
 
 /// The most events one batch carries to the watchers.
@@ -179,7 +196,7 @@ fn absorb<S: Storage>(
         Some(WatchEvent::Error(status)) => {
             return Absorbed::Failed(StorageError::Api {
                 key: prefix.to_owned(),
-                status: Box::new(status),
+                status,
             });
         }
     };

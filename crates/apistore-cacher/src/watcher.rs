@@ -156,7 +156,7 @@ impl<T> Stream for ErrorWatcher<T> {
     type Item = WatchEvent<T>;
 
     fn poll_next(self: Pin<&mut Self>, _cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
-        Poll::Ready(self.get_mut().0.take().map(WatchEvent::Error))
+        Poll::Ready(self.get_mut().0.take().map(WatchEvent::error))
     }
 }
 

@@ -47,7 +47,7 @@ pub(crate) async fn print_watch_events(
             }
             return Err(CliError::Storage(StorageError::Api {
                 key: etcd_key,
-                status: Box::new(status),
+                status,
             }));
         }
     }

@@ -19,11 +19,18 @@ pub enum WatchEvent<T> {
     Deleted(T),
     /// No object changed, but everything up to this object's resourceVersion has been seen.
     Bookmark(T),
-    /// The watch failed and ends after this event.
-    Error(Status),
+    /// The watch failed and ends after this event. Boxed: a status is several times
+    /// the size of a pointer, and every event of every watch is moved through the
+    /// layers of a stream at the size of its largest variant.
+    Error(Box<Status>),
 }
 
 impl<T> WatchEvent<T> {
+    /// The Error event carrying `status`.
+    pub fn error(status: Status) -> Self {
+        Self::Error(Box::new(status))
+    }
+
     /// The wire name of the event type (`ADDED`, `MODIFIED`, `DELETED`, `BOOKMARK`, `ERROR`).
     pub fn type_name(&self) -> &'static str {
         match self {

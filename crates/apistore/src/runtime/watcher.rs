@@ -257,7 +257,7 @@ where
                         }
                         return Some(Err(StorageError::Api {
                             key: self.key.clone(),
-                            status: Box::new(status),
+                            status,
                         }));
                     }
                     // The watch ended without an error: start it again where it was.
