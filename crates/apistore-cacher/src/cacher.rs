@@ -94,6 +94,7 @@ impl<S: Storage + 'static> Cacher<S> {
             .for_resource(&config.group_resource, &config.resource_prefix);
         let cache = WatchCache::new(
             config.key_fn,
+            &config.indexes,
             config.lower_bound_capacity,
             config.upper_bound_capacity,
         );

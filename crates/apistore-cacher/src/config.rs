@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use apistore_storage::ApiObject;
 
+use crate::index::CacheIndex;
 use crate::metrics::CacherMetrics;
 use crate::watch_cache::KeyFn;
 use crate::window::{DEFAULT_LOWER_BOUND_CAPACITY, DEFAULT_UPPER_BOUND_CAPACITY};
@@ -30,6 +31,9 @@ pub struct CacherConfig<T> {
     /// `<resource_prefix>/<namespace>/<name>`, or `<resource_prefix>/<name>` without
     /// a namespace (kube's `NamespaceKeyFunc`).
     pub key_fn: KeyFn<T>,
+    /// The field and label indexes lists with a selector pinning one of them to one
+    /// value read from (kube's `IndexerFuncs`); none by default.
+    pub indexes: Vec<CacheIndex>,
     /// The smallest window of events.
     pub lower_bound_capacity: usize,
     /// The largest window of events.
@@ -60,6 +64,7 @@ impl<T: ApiObject> CacherConfig<T> {
             key_fn: namespace_key_fn(&resource_prefix),
             resource_prefix,
             group_resource: group_resource.into(),
+            indexes: Vec::new(),
             lower_bound_capacity: DEFAULT_LOWER_BOUND_CAPACITY,
             upper_bound_capacity: DEFAULT_UPPER_BOUND_CAPACITY,
             bookmark_frequency: DEFAULT_BOOKMARK_FREQUENCY,
@@ -68,6 +73,21 @@ impl<T: ApiObject> CacherConfig<T> {
             list_page_size: DEFAULT_LIST_PAGE_SIZE,
             metrics: None,
         }
+    }
+
+    /// Indexes the cached objects by the value of `field`, as field selectors name it
+    /// (`spec.nodeName`; builder style): a list selecting `field=<value>` reads only
+    /// the objects with that value.
+    pub fn with_field_index(mut self, field: impl Into<String>) -> Self {
+        self.indexes.push(CacheIndex::Field(field.into()));
+        self
+    }
+
+    /// Indexes the cached objects by the value of label `label` (builder style): a list
+    /// selecting `label=<value>` reads only the objects with that value.
+    pub fn with_label_index(mut self, label: impl Into<String>) -> Self {
+        self.indexes.push(CacheIndex::Label(label.into()));
+        self
     }
 
     /// Replaces the key function (builder style).
@@ -95,6 +115,7 @@ impl<T> fmt::Debug for CacherConfig<T> {
         f.debug_struct("CacherConfig")
             .field("resource_prefix", &self.resource_prefix)
             .field("group_resource", &self.group_resource)
+            .field("indexes", &self.indexes)
             .field("lower_bound_capacity", &self.lower_bound_capacity)
             .field("upper_bound_capacity", &self.upper_bound_capacity)
             .field("bookmark_frequency", &self.bookmark_frequency)

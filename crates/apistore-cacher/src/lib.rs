@@ -57,6 +57,7 @@ mod cacher;
 mod config;
 mod dispatcher;
 mod event;
+mod index;
 mod metrics;
 mod reads;
 mod ready;
@@ -70,6 +71,7 @@ pub use cacher::Cacher;
 pub use config::{
     CacherConfig, DEFAULT_BOOKMARK_FREQUENCY, DEFAULT_LIST_PAGE_SIZE, namespace_key_fn,
 };
+pub use index::CacheIndex;
 pub use metrics::CacherMetrics;
 pub use watch_cache::{BLOCK_TIMEOUT, KeyFn};
 pub use window::{

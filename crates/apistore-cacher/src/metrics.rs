@@ -146,6 +146,11 @@ impl CacherMetrics {
             init_events: self.init_events.with_label_values(r),
             list_total: self.list_total.with_label_values(&[resource_prefix, ""]),
             list_fetched: self.list_fetched.with_label_values(&[resource_prefix, ""]),
+            indexed_lists: IndexedLists {
+                resource_prefix: resource_prefix.to_owned(),
+                total: self.list_total.clone(),
+                fetched: self.list_fetched.clone(),
+            },
             list_returned: self.list_returned.with_label_values(&[resource_prefix]),
         }
     }
@@ -166,13 +171,32 @@ pub(crate) struct ResourceMetrics {
     list_total: prometheus::IntCounter,
     list_fetched: prometheus::IntCounter,
     list_returned: prometheus::IntCounter,
+    indexed_lists: IndexedLists,
+}
+
+/// The list series of lists served from an index, labelled with its name.
+#[derive(Debug, Clone)]
+struct IndexedLists {
+    resource_prefix: String,
+    total: IntCounterVec,
+    fetched: IntCounterVec,
 }
 
 impl ResourceMetrics {
-    /// kube's `RecordListCacheMetrics` (no indexes here, so the index label is empty).
-    pub(crate) fn record_list(&self, fetched: usize, returned: usize) {
-        self.list_total.inc();
-        self.list_fetched.inc_by(fetched as u64);
+    /// kube's `RecordListCacheMetrics`: `index` is the name of the index the list read
+    /// from (`f:spec.nodeName`, `l:app`), "" for none.
+    pub(crate) fn record_list(&self, fetched: usize, returned: usize, index: &str) {
+        if index.is_empty() {
+            self.list_total.inc();
+            self.list_fetched.inc_by(fetched as u64);
+        } else {
+            let labels = [self.indexed_lists.resource_prefix.as_str(), index];
+            self.indexed_lists.total.with_label_values(&labels).inc();
+            self.indexed_lists
+                .fetched
+                .with_label_values(&labels)
+                .inc_by(fetched as u64);
+        }
         self.list_returned.inc_by(returned as u64);
     }
 
@@ -203,7 +227,7 @@ mod tests {
         let metrics = CacherMetrics::register(&registry).unwrap();
         let pods = metrics.for_resource("pods", "/pods");
         pods.events_dispatched.inc();
-        pods.record_list(10, 4);
+        pods.record_list(10, 4, "");
         pods.record_capacity_change(100, 200);
         let names: Vec<String> = registry
             .gather()

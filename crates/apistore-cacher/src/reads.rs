@@ -101,11 +101,11 @@ impl<S: Storage> Shared<S> {
                 .cache
                 .list_at(&prefix, options.recursive, resource_version)
             {
-                Some(items) => self.page(key_for_cache, options, items, resource_version),
+                Some(items) => self.page(key_for_cache, options, items, resource_version, ""),
                 None => self.storage.list(key, options).await,
             };
         }
-        let (items, read_rv) = if consistent {
+        let (items, read_rv, index) = if consistent {
             let current = self.current_revision().await?;
             if let Err(err) = self.wait_with_progress_requests(current, key).await {
                 if err.is_too_large_resource_version() {
@@ -113,23 +113,35 @@ impl<S: Storage> Shared<S> {
                 }
                 return Err(err);
             }
-            self.items(key_for_cache, &prefix, options.recursive)
+            self.items(key_for_cache, &prefix, options)
         } else {
             self.cache.wait_until_fresh(resource_version, key).await?;
-            self.items(key_for_cache, &prefix, options.recursive)
+            self.items(key_for_cache, &prefix, options)
         };
-        self.page(key_for_cache, options, items, read_rv)
+        self.page(key_for_cache, options, items, read_rv, &index)
     }
 
-    fn items(&self, key: &str, prefix: &str, recursive: bool) -> (Items<S::Object>, u64) {
-        if recursive {
-            return self.cache.list(prefix);
+    /// What a list reads from the cache: the object under `key`, or those under
+    /// `prefix` (from an index when the selectors pin one to a value), the revision,
+    /// and the name of the index used ("" for none).
+    fn items(
+        &self,
+        key: &str,
+        prefix: &str,
+        options: &ListOptions,
+    ) -> (Items<S::Object>, u64, String) {
+        if options.recursive {
+            if let Some(indexed) = self.cache.list_indexed(prefix, &options.predicate) {
+                return indexed;
+            }
+            let (items, read_rv) = self.cache.list(prefix);
+            return (items, read_rv, String::new());
         }
         let (object, read_rv) = self.cache.get(key);
         let items = object
             .map(|object| vec![(Arc::from(key), object)])
             .unwrap_or_default();
-        (items, read_rv)
+        (items, read_rv, String::new())
     }
 
     /// One page of `items` (all under the list's key, in key order) as kube's
@@ -140,6 +152,7 @@ impl<S: Storage> Shared<S> {
         options: &ListOptions,
         items: Items<S::Object>,
         read_rv: u64,
+        index: &str,
     ) -> Result<ObjectList<S::Object>> {
         let predicate = &options.predicate;
         let limit = if predicate.limit <= 0 || options.resource_version == "0" {
@@ -190,7 +203,7 @@ impl<S: Storage> Shared<S> {
         self.storage
             .versioner()
             .update_list(&mut metadata, read_rv, token, remaining)?;
-        self.metrics.record_list(items.len(), selected.len());
+        self.metrics.record_list(items.len(), selected.len(), index);
         Ok(ObjectList::new(selected, metadata))
     }
 

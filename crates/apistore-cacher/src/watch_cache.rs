@@ -12,12 +12,13 @@ use std::ops::Bound;
 use std::sync::{Arc, PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard};
 use std::time::Duration;
 
-use apistore_storage::{ApiObject, StorageError};
+use apistore_storage::{ApiObject, SelectionPredicate, StorageError};
 use apistore_versioning::parse_resource_version;
 use tokio::sync::watch;
 use tokio::time::Instant;
 
 use crate::event::{CacheEvent, EventKind, has_path_prefix};
+use crate::index::{CacheIndex, Indexes};
 use crate::window::{EVENT_FRESH_DURATION, EventWindow, PushOutcome};
 
 /// How long a read waits for the cache to reach its resourceVersion before it fails
@@ -42,6 +43,8 @@ pub(crate) type Items<T> = Vec<(Arc<str>, Arc<T>)>;
 #[derive(Debug)]
 pub(crate) struct CacheState<T> {
     pub(crate) store: Objects<T>,
+    /// The keys of [`Self::store`] by indexed field and label values.
+    pub(crate) indexes: Indexes,
     pub(crate) window: EventWindow<T>,
     /// The revision the cache reflects.
     pub(crate) resource_version: u64,
@@ -115,10 +118,16 @@ pub(crate) struct WatchCache<T> {
 }
 
 impl<T: ApiObject> WatchCache<T> {
-    pub(crate) fn new(key_fn: KeyFn<T>, lower_bound: usize, upper_bound: usize) -> Self {
+    pub(crate) fn new(
+        key_fn: KeyFn<T>,
+        indexes: &[CacheIndex],
+        lower_bound: usize,
+        upper_bound: usize,
+    ) -> Self {
         Self {
             state: RwLock::new(CacheState {
                 store: BTreeMap::new(),
+                indexes: Indexes::new(indexes),
                 window: EventWindow::new(lower_bound, upper_bound),
                 resource_version: 0,
                 list_resource_version: 0,
@@ -167,6 +176,13 @@ impl<T: ApiObject> WatchCache<T> {
             .collect();
         {
             let mut state = self.write();
+            let state = &mut *state;
+            state.indexes.clear();
+            if !state.indexes.is_empty() {
+                for (key, object) in &store {
+                    state.indexes.insert(key, &**object);
+                }
+            }
             state.store = store;
             state.window.clear();
             state.removed_event_since_relist = false;
@@ -190,12 +206,21 @@ impl<T: ApiObject> WatchCache<T> {
         let object = Arc::new(object);
         let processed = {
             let mut state = self.write();
+            let state = &mut *state;
             let prev_object = match kind {
                 EventKind::Deleted => state.store.remove(&key),
                 EventKind::Added | EventKind::Modified => {
                     state.store.insert(Arc::clone(&key), Arc::clone(&object))
                 }
             };
+            if !state.indexes.is_empty() {
+                if let Some(prev) = &prev_object {
+                    state.indexes.remove(&key, &**prev);
+                }
+                if kind != EventKind::Deleted {
+                    state.indexes.insert(&key, &*object);
+                }
+            }
             let event = Arc::new(CacheEvent {
                 kind,
                 key,
@@ -299,6 +324,26 @@ impl<T: ApiObject> WatchCache<T> {
             .map(|(key, object)| (Arc::clone(key), Arc::clone(object)))
             .collect();
         (items, state.resource_version)
+    }
+
+    /// Like [`Self::list`], but from the index `predicate` pins to one value, if any:
+    /// the objects under `prefix` that hold that value, the revision, and the index's
+    /// name. `None` when no index applies.
+    pub(crate) fn list_indexed(
+        &self,
+        prefix: &str,
+        predicate: &SelectionPredicate,
+    ) -> Option<(Items<T>, u64, String)> {
+        let state = self.read();
+        let found = state.indexes.lookup(predicate)?;
+        let items = found
+            .keys
+            .into_iter()
+            .flatten()
+            .filter(|key| has_path_prefix(key, prefix))
+            .filter_map(|key| Some((Arc::clone(key), Arc::clone(state.store.get(key)?))))
+            .collect();
+        Some((items, state.resource_version, found.name))
     }
 
     /// The objects under `prefix` as they were at exactly `resource_version`, rebuilt

@@ -23,6 +23,7 @@ fn make_test_pod(name: &str, resource_version: u64) -> DynamicObject {
 fn new_test_watch_cache(capacity: usize) -> Cache {
     let cache = WatchCache::new(
         namespace_key_fn("/prefix"),
+        &[],
         capacity.min(crate::window::DEFAULT_LOWER_BOUND_CAPACITY),
         capacity.max(crate::window::DEFAULT_UPPER_BOUND_CAPACITY),
     );
