@@ -5,8 +5,9 @@
 //!
 //! Each watch runs in a task of its own feeding a channel of 100 changes. It reads the
 //! key space's history from the revision it has reached, sends the changes raw (the
-//! consumer's side decodes and filters them, as for the etcd3 store), and then waits for the revision to move, for a progress request, or for its progress
-//! interval. Dropping the stream ends the task.
+//! consumer's side decodes and filters them, as for the etcd3 store), and then waits
+//! for the revision to move, for a progress request, or for its progress interval.
+//! Dropping the stream ends the task.
 
 use std::convert::Infallible;
 use std::time::Duration;
