@@ -23,7 +23,9 @@ use crate::storage_metrics::{Inner, StorageMetrics};
 pub const KEY_ID_SERIES_LIMIT: usize = 100;
 
 /// The envelope metrics of one registration. Get one with
-/// [`StorageMetrics::envelope`]; attach it to a configuration with
+/// [`StorageMetrics::envelope`]; load a configuration through an
+/// `ObservedKmsConnector` with it as the observer (the health check loading runs is
+/// recorded too), or attach it afterwards with
 /// `EncryptionConfig::with_kms_observer(Arc::new(metrics))`. Cloning is cheap.
 ///
 /// `apiserver_id_hash` labels the key id series with the SHA-256 of the API server's

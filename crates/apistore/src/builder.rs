@@ -225,20 +225,21 @@ impl ApiStoreBuilder {
         }
         let encryption = match self.encryption {
             None => None,
-            Some(EncryptionSource::Config(config)) => Some(config),
+            // Loaded by the caller: its kms envelopes report from now on.
+            Some(EncryptionSource::Config(config)) => Some(match &self.metrics {
+                Some(metrics) => config.with_kms_observer(Arc::new(metrics.envelope())),
+                None => config,
+            }),
+            // Read here: they report from the health check loading runs on.
             Some(EncryptionSource::File(path)) => Some(
-                read_encryption_config(&path)
+                read_encryption_config(&path, self.metrics.as_ref())
                     .map_err(|source| BuildError::Encryption { path, source })?,
             ),
         };
         let encryption = encryption.map(|config| match &self.metrics {
-            // The kms providers' priming checks ran while loading; their envelopes
-            // hand what they saw to the envelope metrics now.
-            Some(metrics) => Arc::new(
-                config
-                    .with_observer(Arc::new(MetricsObserver(metrics.clone())))
-                    .with_kms_observer(Arc::new(metrics.envelope())),
-            ),
+            Some(metrics) => {
+                Arc::new(config.with_observer(Arc::new(MetricsObserver(metrics.clone()))))
+            }
             None => Arc::new(config),
         });
         let client = EtcdClient::connect(&self.client).await?;
@@ -277,13 +278,31 @@ impl ApiStoreBuilder {
 
 /// Reads an EncryptionConfiguration file; its `kms` providers reach their plugins over
 /// gRPC when the `kms-grpc` feature is on, and are refused with a clear error otherwise.
+/// With `metrics`, every `kms` provider's envelope reports to their envelope metrics
+/// from loading on.
 #[cfg(feature = "kms-grpc")]
-fn read_encryption_config(path: &std::path::Path) -> Result<EncryptionConfig, ConfigError> {
-    EncryptionConfig::from_file_with_kms(path, &apistore_value::kms_v2::GrpcKmsConnector)
+fn read_encryption_config(
+    path: &std::path::Path,
+    metrics: Option<&StorageMetrics>,
+) -> Result<EncryptionConfig, ConfigError> {
+    let grpc = apistore_value::kms_v2::GrpcKmsConnector;
+    match metrics {
+        Some(metrics) => {
+            let observed = apistore_value::config::ObservedKmsConnector {
+                connector: &grpc,
+                observer: Arc::new(metrics.envelope()),
+            };
+            EncryptionConfig::from_file_with_kms(path, &observed)
+        }
+        None => EncryptionConfig::from_file_with_kms(path, &grpc),
+    }
 }
 
 #[cfg(not(feature = "kms-grpc"))]
-fn read_encryption_config(path: &std::path::Path) -> Result<EncryptionConfig, ConfigError> {
+fn read_encryption_config(
+    path: &std::path::Path,
+    _metrics: Option<&StorageMetrics>,
+) -> Result<EncryptionConfig, ConfigError> {
     EncryptionConfig::from_file(path)
 }
 

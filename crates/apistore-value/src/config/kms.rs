@@ -14,7 +14,7 @@ use serde::Deserialize;
 
 use super::error::ConfigError;
 use super::validate::{ProviderSpec, ResourceSpec, required};
-use crate::kms_v2::{DEFAULT_KMS_TIMEOUT, KmsError, KmsService};
+use crate::kms_v2::{DEFAULT_KMS_TIMEOUT, KmsError, KmsObserver, KmsService};
 
 /// A validated `kms` provider.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -43,6 +43,32 @@ pub trait KmsConnector {
     /// plugin that is not up yet should still give a service (the envelope checks
     /// health itself and retries), an error is for a provider that can never work.
     fn connect(&self, provider: &KmsProviderConfig) -> Result<Arc<dyn KmsService>, KmsError>;
+
+    /// Where every provider's envelope reports its key id use, plugin calls and DEK
+    /// cache size, from the first health check loading runs on (kube's envelope
+    /// metrics are registered before its configuration loads). None by default; see
+    /// [`ObservedKmsConnector`].
+    fn observer(&self) -> Option<Arc<dyn KmsObserver>> {
+        None
+    }
+}
+
+/// A connector whose envelopes report to `observer` from their priming check on.
+pub struct ObservedKmsConnector<'a> {
+    /// Connects the providers.
+    pub connector: &'a dyn KmsConnector,
+    /// Receives what every envelope of the configuration reports.
+    pub observer: Arc<dyn KmsObserver>,
+}
+
+impl KmsConnector for ObservedKmsConnector<'_> {
+    fn connect(&self, provider: &KmsProviderConfig) -> Result<Arc<dyn KmsService>, KmsError> {
+        self.connector.connect(provider)
+    }
+
+    fn observer(&self) -> Option<Arc<dyn KmsObserver>> {
+        Some(Arc::clone(&self.observer))
+    }
 }
 
 impl<F> KmsConnector for F

@@ -44,7 +44,7 @@ use std::sync::Arc;
 
 pub use apistore_storage::GroupResource;
 pub use error::ConfigError;
-pub use kms::{KmsConnector, KmsProviderConfig};
+pub use kms::{KmsConnector, KmsProviderConfig, ObservedKmsConnector};
 pub use provider::{AESCBC_PREFIX, AESGCM_PREFIX, ProviderKind, SECRETBOX_PREFIX};
 
 use crate::kms_v2::{KmsObserver, KmsV2Envelope, KmsV2Options};
@@ -132,8 +132,10 @@ impl EncryptionConfig {
     }
 
     /// Reports every `kms` provider's key id use, plugin calls and DEK cache size to
-    /// `observer` (kube's `apiserver_envelope_encryption_*` metrics). The envelopes are
-    /// shared, so this holds for every transformer of the configuration.
+    /// `observer` from now on (kube's `apiserver_envelope_encryption_*` metrics). The
+    /// envelopes are shared, so this holds for every transformer of the configuration.
+    /// The health check loading ran is not reported: to have it too, load with an
+    /// [`ObservedKmsConnector`].
     #[must_use]
     pub fn with_kms_observer(self, observer: Arc<dyn KmsObserver>) -> Self {
         for envelope in self.kms.values() {
@@ -221,6 +223,9 @@ fn connect_kms(
         };
         let envelope = KmsV2Envelope::new(config.name.clone(), service, options)
             .with_endpoint(config.endpoint.clone());
+        if let Some(observer) = connector.observer() {
+            envelope.set_observer(observer);
+        }
         // kube primes in the background and keeps retrying; a failure here is
         // retried by the envelope's next read or write.
         let _primed = envelope.check();

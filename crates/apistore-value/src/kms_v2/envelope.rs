@@ -127,12 +127,11 @@ impl KmsV2Envelope {
     }
 
     /// Reports this envelope's key id use, plugin calls and cache size to
-    /// `observer` from now on, after what it saw before (the priming health check a
-    /// configuration runs while loading) and the cache size at once. Takes `&self`:
-    /// envelopes are shared by every transformer of a configuration.
+    /// `observer` from now on (and the cache size at once). Takes `&self`: envelopes
+    /// are shared by every transformer of a configuration.
     pub fn set_observer(&self, observer: Arc<dyn KmsObserver>) {
-        self.observer.set(Arc::clone(&observer));
         observer.dek_source_cache_size(&self.name, self.cache.len(), self.cache.capacity());
+        self.observer.set(observer);
     }
 
     fn observer(&self) -> Option<Arc<dyn KmsObserver>> {

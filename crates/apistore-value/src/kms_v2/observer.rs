@@ -13,9 +13,6 @@ use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
 use crate::TransformationType;
-use early::EarlyEvents;
-
-mod early;
 
 /// The `grpc_status_code` of a plugin call that succeeded.
 pub const GRPC_CODE_OK: &str = "OK";
@@ -75,43 +72,27 @@ pub(crate) fn method_name(operation: &str) -> &'static str {
 }
 
 /// Where an envelope keeps its observer: set once a configuration is wired to its
-/// metrics, read on every transformation. Until then it reports to the early events,
-/// which the observer receives when it is set.
+/// metrics, read on every transformation.
 #[derive(Default)]
-pub(crate) struct ObserverSlot {
-    observer: RwLock<Option<Arc<dyn KmsObserver>>>,
-    early: Arc<EarlyEvents>,
-}
+pub(crate) struct ObserverSlot(RwLock<Option<Arc<dyn KmsObserver>>>);
 
 impl ObserverSlot {
     pub(crate) fn set(&self, observer: Arc<dyn KmsObserver>) {
-        // Replayed under the write lock, so that no event reaches the new observer
-        // before the ones that came earlier.
-        let mut slot = self.observer.write().unwrap_or_else(|e| e.into_inner());
-        self.early.replay_into(observer.as_ref());
-        *slot = Some(observer);
+        *self.0.write().unwrap_or_else(|e| e.into_inner()) = Some(observer);
     }
 
     pub(crate) fn get(&self) -> Option<Arc<dyn KmsObserver>> {
-        let slot = self.observer.read().unwrap_or_else(|e| e.into_inner());
-        match slot.as_ref() {
-            Some(observer) => Some(Arc::clone(observer)),
-            None if self.early.accepting() => Some(Arc::clone(&self.early) as Arc<dyn KmsObserver>),
-            None => None,
-        }
-    }
-
-    fn is_set(&self) -> bool {
-        self.observer
+        self.0
             .read()
             .unwrap_or_else(|e| e.into_inner())
-            .is_some()
+            .as_ref()
+            .map(Arc::clone)
     }
 }
 
 impl std::fmt::Debug for ObserverSlot {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(if self.is_set() { "set" } else { "unset" })
+        f.write_str(if self.get().is_some() { "set" } else { "unset" })
     }
 }
 

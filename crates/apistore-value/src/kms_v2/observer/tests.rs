@@ -140,54 +140,36 @@ fn failed_calls_and_invalid_key_ids_are_reported() {
 }
 
 #[test]
-fn the_priming_check_before_the_observer_is_handed_over_when_it_comes() {
+fn loading_with_an_observed_connector_reports_the_priming_check() {
     let plugin = Arc::new(TestKmsPlugin::new());
-    let service: Arc<dyn KmsService> = Arc::clone(&plugin) as Arc<dyn KmsService>;
-    let options = KmsV2Options {
-        timeout: Duration::from_secs(3),
-        dek_cache_size: 10,
+    let connect = {
+        let plugin = Arc::clone(&plugin);
+        move |_: &crate::config::KmsProviderConfig| -> Result<Arc<dyn KmsService>, crate::kms_v2::KmsError> {
+            Ok(Arc::clone(&plugin) as Arc<dyn KmsService>)
+        }
     };
-    let e = KmsV2Envelope::new("vault", service, options);
-    // As a configuration does while loading, before anyone can attach metrics.
-    e.check().expect("healthy");
-
     let recorder = Arc::new(Recorder::default());
-    e.set_observer(Arc::clone(&recorder) as Arc<dyn KmsObserver>);
+    let connector = crate::config::ObservedKmsConnector {
+        connector: &connect,
+        observer: Arc::clone(&recorder) as Arc<dyn KmsObserver>,
+    };
+    let text = "apiVersion: apiserver.config.k8s.io/v1\nkind: EncryptionConfiguration\nresources:\n  - resources: [secrets]\n    providers:\n      - kms:\n          apiVersion: v2\n          name: vault\n          endpoint: unix:///tmp/kms.sock\n";
+    let config = crate::EncryptionConfig::parse_with_kms(text, &connector).expect("loads");
     let key1 = key_id_hash("key-1");
+    // The check loading runs, as kube's metrics record it at start-up.
     assert_eq!(
         recorder.take(),
         [
+            "cache vault 0/1000".to_owned(),
             "call vault /v2.KeyManagementService/Status OK".to_owned(),
             format!("status vault {key1}"),
             "call vault /v2.KeyManagementService/Encrypt OK".to_owned(),
-            "cache vault 1/10".to_owned(),
-            "cache vault 1/10".to_owned(),
+            "cache vault 1/1000".to_owned(),
         ]
     );
-
-    // Handed over once: a second observer gets only what comes after it.
-    let second = Arc::new(Recorder::default());
-    e.set_observer(Arc::clone(&second) as Arc<dyn KmsObserver>);
-    assert_eq!(second.take(), ["cache vault 1/10"]);
-    e.transform_to_storage(Bytes::from_static(b"v"), AAD)
-        .expect("write");
-    assert_eq!(second.take(), [format!("key_id to_storage vault {key1}")]);
-    assert!(recorder.take().is_empty());
-}
-
-#[test]
-fn without_an_observer_only_the_first_events_are_kept() {
-    let plugin = Arc::new(TestKmsPlugin::new());
-    let service: Arc<dyn KmsService> = Arc::clone(&plugin) as Arc<dyn KmsService>;
-    let e = KmsV2Envelope::new("vault", service, KmsV2Options::default());
-    let stored = e
+    config
+        .transformer_for("secrets")
         .transform_to_storage(Bytes::from_static(b"v"), AAD)
         .expect("write");
-    for _ in 0..100 {
-        e.transform_from_storage(stored.clone(), AAD).expect("read");
-    }
-    let recorder = Arc::new(Recorder::default());
-    e.set_observer(Arc::clone(&recorder) as Arc<dyn KmsObserver>);
-    // 32 kept, then the current cache size.
-    assert_eq!(recorder.take().len(), 33);
+    assert_eq!(recorder.take(), [format!("key_id to_storage vault {key1}")]);
 }
