@@ -49,17 +49,7 @@ async fn watch_cache_serves_the_named_resources_only() {
         .await
         .unwrap();
     assert_eq!(list.items, std::slice::from_ref(&created));
-    let served: f64 = registry
-        .gather()
-        .iter()
-        .filter(|family| family.name() == "apiserver_cache_list_total")
-        .flat_map(|family| {
-            family
-                .get_metric()
-                .iter()
-                .map(|m| m.get_counter().get_value())
-        })
-        .sum();
+    let served = apistore_testing::metrics::counter(&registry, "apiserver_cache_list_total", &[]);
     assert_eq!(served, 1.0, "the list came from the cache");
 
     // A second call hands out the same cache: its watcher shows on the first.

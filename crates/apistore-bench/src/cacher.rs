@@ -16,6 +16,7 @@ use std::time::{Duration, Instant};
 use apistore_cacher::{Cacher, CacherConfig, CacherMetrics};
 use apistore_etcd3::Etcd3Store;
 use apistore_storage::{ListOptions, ResourceVersionMatch, Storage, WatchEvent, WatchStream};
+use apistore_testing::metrics::counter;
 use etcd_client::WatchOptions;
 use futures::StreamExt as _;
 
@@ -230,8 +231,12 @@ impl Bench {
                 rates[arm].push(self.watchers_run(arm, cacher, watchers, writes).await?);
             }
         }
-        let terminated = counter(registry, "apiserver_terminated_watchers_total");
-        let dispatched = counter(registry, "apiserver_watch_cache_events_dispatched_total");
+        let terminated = counter(registry, "apiserver_terminated_watchers_total", &[]);
+        let dispatched = counter(
+            registry,
+            "apiserver_watch_cache_events_dispatched_total",
+            &[],
+        );
         let note = format!(
             "{WATCHERS}: the cache held one etcd watch for all {watchers} watchers; over the run it \
              dispatched {dispatched} events and terminated {terminated} watchers for not keeping up \
@@ -415,19 +420,4 @@ async fn read_count(mut events: Events, count: u64, base: Instant) -> Result<Opt
             "a watcher saw fewer than {count} events in {DEADLINE:?}"
         ))),
     }
-}
-
-/// The sum of a counter family's series in `registry`.
-fn counter(registry: &prometheus::Registry, name: &str) -> f64 {
-    registry
-        .gather()
-        .iter()
-        .filter(|family| family.name() == name)
-        .flat_map(|family| {
-            family
-                .get_metric()
-                .iter()
-                .map(|m| m.get_counter().get_value())
-        })
-        .sum()
 }

@@ -11,23 +11,12 @@ use apistore_memory::{KvConfig, MemoryKv, MemoryStore, MemoryStoreConfig};
 use apistore_storage::{
     DeleteOptions, ListOptions, ResourceVersionMatch, Storage, Update, UpdateOptions,
 };
+use apistore_testing::metrics::counter;
 use apistore_testing::suite::Pod;
 
 /// The counter `name` for the series whose `index` label is `index`.
 fn indexed_counter(registry: &prometheus::Registry, name: &str, index: &str) -> f64 {
-    registry
-        .gather()
-        .iter()
-        .filter(|family| family.name() == name)
-        .flat_map(|family| family.get_metric().iter())
-        .filter(|metric| {
-            metric
-                .get_label()
-                .iter()
-                .any(|label| label.name() == "index" && label.value() == index)
-        })
-        .map(|metric| metric.get_counter().get_value())
-        .sum()
+    counter(registry, name, &[("index", index)])
 }
 
 fn names(list: &[Pod]) -> Vec<String> {

@@ -14,8 +14,9 @@ use std::time::Duration;
 use apistore_cacher::{Cacher, CacherConfig, CacherMetrics};
 use apistore_memory::KvConfig;
 use apistore_storage::{DeleteOptions, ListOptions, ResourceVersionMatch, Storage};
+use apistore_testing::metrics::counter;
 use apistore_testing::suite::Pod;
-use common::wrapped::{Wrapped, counter};
+use common::wrapped::Wrapped;
 use futures::StreamExt as _;
 use tokio::sync::Semaphore;
 
@@ -40,7 +41,11 @@ async fn test_cacher_relists_after_its_watch_is_gone() {
     let cacher = Cacher::new(backend.clone(), config);
     cacher.wait_until_ready().await.unwrap();
     assert_eq!(
-        counter(&registry, "apiserver_watch_cache_initializations_total"),
+        counter(
+            &registry,
+            "apiserver_watch_cache_initializations_total",
+            &[]
+        ),
         1.0
     );
     let mut watcher = cacher
@@ -83,7 +88,12 @@ async fn test_cacher_relists_after_its_watch_is_gone() {
     .await;
     assert!(ended.is_ok(), "the watcher was not ended by the re-list");
     let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
-    while counter(&registry, "apiserver_watch_cache_initializations_total") < 2.0 {
+    while counter(
+        &registry,
+        "apiserver_watch_cache_initializations_total",
+        &[],
+    ) < 2.0
+    {
         assert!(tokio::time::Instant::now() < deadline, "no re-list");
         tokio::time::sleep(Duration::from_millis(20)).await;
     }

@@ -33,6 +33,8 @@
 //! ```
 
 pub mod etcd;
+#[cfg(feature = "metrics")]
+pub mod metrics;
 pub mod suite;
 
 /// The KMS v2 test plugin, served in process or over gRPC on a unix socket (feature

@@ -109,18 +109,3 @@ impl Storage for Wrapped {
         self.store.request_watch_progress().await
     }
 }
-
-/// The sum of a counter family's series in `registry`.
-pub fn counter(registry: &prometheus::Registry, name: &str) -> f64 {
-    registry
-        .gather()
-        .iter()
-        .filter(|family| family.name() == name)
-        .flat_map(|family| {
-            family
-                .get_metric()
-                .iter()
-                .map(|m| m.get_counter().get_value())
-        })
-        .sum()
-}
