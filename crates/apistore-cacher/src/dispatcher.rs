@@ -5,10 +5,11 @@
 //! the watcher's own buffer. Events that reached the cache together (etcd sends a
 //! watch response of many events under load) go as one batch: one send and one
 //! wake-up per watcher for the batch instead of one per event, which is what lets a
-//! thousand watchers keep up with etcd's write rate; a buffer slot holds one batch. Watchers whose buffer is full get the rest of a shared
-//! time budget (at most 100 ms, refilled at 50 ms per second) to make room; those that
-//! still have none are terminated: their stream ends and they re-watch, while the
-//! others are never held up by more than the budget.
+//! thousand watchers keep up with etcd's write rate; a buffer slot holds one batch.
+//! Watchers whose buffer is full get the rest of a shared time budget (at most
+//! 100 ms, refilled at 50 ms per second) to make room; those that still have none are
+//! terminated: their stream ends and they re-watch, while the others are never held
+//! up by more than the budget.
 //!
 //! Bookmarks go, once a second, to the watchers that asked for them and are due: a
 //! minute after the previous one, or at once for a watch-list watcher still waiting
