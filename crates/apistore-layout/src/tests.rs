@@ -221,3 +221,24 @@ fn bookkeeping_and_unknown_keys_are_clear_errors() {
     );
     assert!(layout.resolve_key("").is_err());
 }
+
+// ---- The generated tables (interop/layout, from each minor's data.go) ----
+
+use crate::table::KUBE_1_31;
+
+#[test]
+fn generated_1_31_is_the_hand_typed_table() {
+    use crate::table::HAND_TYPED_1_31;
+    let key = |row: &&Row| (row.group, row.resource);
+    let mut generated: Vec<&Row> = KUBE_1_31.iter().collect();
+    let mut hand: Vec<&Row> = HAND_TYPED_1_31.iter().collect();
+    generated.sort_by_key(key);
+    hand.sort_by_key(key);
+    let only_generated: Vec<_> = generated.iter().filter(|r| !hand.contains(r)).collect();
+    let only_hand: Vec<_> = hand.iter().filter(|r| !generated.contains(r)).collect();
+    assert!(
+        only_generated.is_empty() && only_hand.is_empty(),
+        "generated only: {only_generated:#?}\nhand only: {only_hand:#?}"
+    );
+    assert_eq!(generated, hand);
+}
