@@ -114,7 +114,7 @@ func main() {
 		dataPath = *dataFlag
 	}
 	entries, crGroups := parseData(dataPath)
-	entries = filterServedAt(entries, binary)
+	entries, dropped := filterServedAt(entries, binary)
 
 	scheme := runtime.NewScheme()
 	for _, add := range []func(*runtime.Scheme) error{
@@ -128,6 +128,9 @@ func main() {
 	}
 
 	rows, notes, disagreements := buildRows(entries, crGroups, scheme)
+	if len(dropped) > 0 {
+		notes = append(notes, fmt.Sprintf("not served at %s (data.go's IntroducedVersion/RemovedVersion), left out: %s", binary, strings.Join(dropped, ", ")))
+	}
 	for _, n := range notes {
 		fmt.Fprintf(os.Stderr, "kube 1.%d: %s\n", minor, n)
 	}
@@ -372,7 +375,7 @@ func evalString(fset *token.FileSet, x ast.Expr) string {
 // filterServedAt drops what GetEtcdStorageDataForNamespaceServedAt drops at the
 // binary version: types removed by then, and types not yet introduced (unless a beta
 // of the same GroupResource was).
-func filterServedAt(entries []entry, v string) []entry {
+func filterServedAt(entries []entry, v string) (kept []entry, dropped []string) {
 	at := version.MustParseGeneric(v)
 	minBeta := map[schema.GroupResource]*version.Version{}
 	for _, e := range entries {
@@ -384,19 +387,21 @@ func filterServedAt(entries []entry, v string) []entry {
 			minBeta[e.gvr.GroupResource()] = introduced
 		}
 	}
-	var kept []entry
 	for _, e := range entries {
 		if e.removed != "" && at.AtLeast(version.MustParseGeneric(e.removed)) {
+			dropped = append(dropped, fmt.Sprintf("%s (removed in %s)", e.gvr, e.removed))
 			continue
 		}
 		if e.introduced != "" && !at.AtLeast(version.MustParseGeneric(e.introduced)) {
 			if mb, ok := minBeta[e.gvr.GroupResource()]; !ok || !at.AtLeast(mb) {
+				dropped = append(dropped, fmt.Sprintf("%s (introduced in %s)", e.gvr, e.introduced))
 				continue
 			}
 		}
 		kept = append(kept, e)
 	}
-	return kept
+	sort.Strings(dropped)
+	return kept, dropped
 }
 
 // kindOf finds the kind a served GVR's objects have: the kind of that GroupVersion

@@ -226,19 +226,193 @@ fn bookkeeping_and_unknown_keys_are_clear_errors() {
 
 use crate::table::KUBE_1_31;
 
+/// The layout of one minor, which must exist.
+fn kube(minor: u32) -> StorageLayout {
+    StorageLayout::for_kube_minor(minor).unwrap_or_else(|| panic!("no table for 1.{minor}"))
+}
+
+const MINORS: std::ops::RangeInclusive<u32> = 31..=37;
+
 #[test]
-fn generated_1_31_is_the_hand_typed_table() {
-    use crate::table::HAND_TYPED_1_31;
-    let key = |row: &&Row| (row.group, row.resource);
-    let mut generated: Vec<&Row> = KUBE_1_31.iter().collect();
-    let mut hand: Vec<&Row> = HAND_TYPED_1_31.iter().collect();
-    generated.sort_by_key(key);
-    hand.sort_by_key(key);
-    let only_generated: Vec<_> = generated.iter().filter(|r| !hand.contains(r)).collect();
-    let only_hand: Vec<_> = hand.iter().filter(|r| !generated.contains(r)).collect();
-    assert!(
-        only_generated.is_empty() && only_hand.is_empty(),
-        "generated only: {only_generated:#?}\nhand only: {only_hand:#?}"
-    );
-    assert_eq!(generated, hand);
+fn every_minor_from_1_31_to_1_37_has_a_table_and_no_other_does() {
+    for minor in MINORS {
+        assert!(!kube(minor).rows.is_empty(), "1.{minor}");
+    }
+    for minor in [0, 30, 38, u32::MAX] {
+        assert!(StorageLayout::for_kube_minor(minor).is_none(), "1.{minor}");
+    }
+    assert_eq!(StorageLayout::kube_1_31().rows, kube(31).rows);
+    assert_eq!(StorageLayout::kube_1_31().rows, KUBE_1_31);
+}
+
+#[test]
+fn every_table_is_sorted_by_group_then_resource_with_one_row_each() {
+    for minor in MINORS {
+        let rows = kube(minor).rows;
+        for pair in rows.windows(2) {
+            assert!(
+                (pair[0].group, pair[0].resource) < (pair[1].group, pair[1].resource),
+                "1.{minor}: {}.{} then {}.{}",
+                pair[0].resource,
+                pair[0].group,
+                pair[1].resource,
+                pair[1].group
+            );
+        }
+    }
+}
+
+#[test]
+fn every_table_is_protobuf_except_the_embedded_servers_objects() {
+    for minor in MINORS {
+        for row in kube(minor).rows {
+            let json = matches!(
+                (row.group, row.resource),
+                ("apiextensions.k8s.io", "customresourcedefinitions")
+                    | ("apiregistration.k8s.io", "apiservices")
+            );
+            let want = if json {
+                StorageEncoding::Json
+            } else {
+                StorageEncoding::Protobuf
+            };
+            assert_eq!(
+                row.encoding, want,
+                "1.{minor}: {}.{}",
+                row.resource, row.group
+            );
+        }
+    }
+}
+
+#[test]
+fn every_minors_keys_resolve_back_to_their_resource() {
+    for minor in MINORS {
+        let layout = kube(minor);
+        for resource in layout.built_ins() {
+            let namespace = if resource.built_in.unwrap().namespaced {
+                "ns"
+            } else {
+                ""
+            };
+            let key = resource.key(namespace, "name1");
+            let resolved = layout
+                .resolve_key(&key)
+                .unwrap_or_else(|e| panic!("1.{minor}: {key}: {e}"));
+            let gr = resource.group_resource.to_string();
+            // events.k8s.io events are the core events: a key cannot tell them apart.
+            let want = if gr == "events.events.k8s.io" {
+                "events"
+            } else {
+                &gr
+            };
+            assert_eq!(
+                resolved.group_resource.to_string(),
+                want,
+                "1.{minor}: {key}"
+            );
+        }
+    }
+}
+
+#[test]
+fn a_resource_keeps_its_key_prefix_and_scope_in_every_minor() {
+    let mut seen: Vec<(u32, &Row)> = Vec::new();
+    for minor in MINORS {
+        for row in kube(minor).rows {
+            for (earlier, other) in &seen {
+                if (other.group, other.resource) == (row.group, row.resource) {
+                    assert_eq!(
+                        (other.key_prefix, other.namespaced),
+                        (row.key_prefix, row.namespaced),
+                        "{}.{} in 1.{earlier} and 1.{minor}",
+                        row.resource,
+                        row.group
+                    );
+                }
+            }
+        }
+        seen.extend(kube(minor).rows.iter().map(|row| (minor, row)));
+    }
+}
+
+#[test]
+fn kube_1_37_stores_what_its_data_go_says() {
+    let layout = kube(37);
+    // (group-resource, key prefix, stored apiVersion, kind, namespaced)
+    #[rustfmt::skip]
+    let expected = [
+        ("deviceclasses.resource.k8s.io", "deviceclasses", "resource.k8s.io/v1", "DeviceClass", false),
+        ("resourceclaims.resource.k8s.io", "resourceclaims", "resource.k8s.io/v1", "ResourceClaim", true),
+        ("resourceclaimtemplates.resource.k8s.io", "resourceclaimtemplates", "resource.k8s.io/v1", "ResourceClaimTemplate", true),
+        ("resourceslices.resource.k8s.io", "resourceslices", "resource.k8s.io/v1", "ResourceSlice", false),
+        // Served at v1 too, stored at v1beta2 so that a downgrade can read it.
+        ("devicetaintrules.resource.k8s.io", "devicetaintrules", "resource.k8s.io/v1beta2", "DeviceTaintRule", false),
+        ("resourcepoolstatusrequests.resource.k8s.io", "resourcepoolstatusrequests", "resource.k8s.io/v1alpha3", "ResourcePoolStatusRequest", false),
+        ("servicecidrs.networking.k8s.io", "servicecidrs", "networking.k8s.io/v1", "ServiceCIDR", false),
+        ("ipaddresses.networking.k8s.io", "ipaddresses", "networking.k8s.io/v1", "IPAddress", false),
+        ("volumeattributesclasses.storage.k8s.io", "volumeattributesclasses", "storage.k8s.io/v1", "VolumeAttributesClass", false),
+        ("mutatingadmissionpolicies.admissionregistration.k8s.io", "mutatingadmissionpolicies", "admissionregistration.k8s.io/v1", "MutatingAdmissionPolicy", false),
+        ("mutatingadmissionpolicybindings.admissionregistration.k8s.io", "mutatingadmissionpolicybindings", "admissionregistration.k8s.io/v1", "MutatingAdmissionPolicyBinding", false),
+        // Served at v1, stored at the beta version.
+        ("clustertrustbundles.certificates.k8s.io", "clustertrustbundles", "certificates.k8s.io/v1beta1", "ClusterTrustBundle", false),
+        ("podcertificaterequests.certificates.k8s.io", "podcertificaterequests", "certificates.k8s.io/v1beta1", "PodCertificateRequest", true),
+        ("storageversionmigrations.storagemigration.k8s.io", "storageversionmigrations", "storagemigration.k8s.io/v1beta1", "StorageVersionMigration", false),
+        ("leasecandidates.coordination.k8s.io", "leasecandidates", "coordination.k8s.io/v1beta1", "LeaseCandidate", true),
+        ("workloads.scheduling.k8s.io", "workloads", "scheduling.k8s.io/v1beta1", "Workload", true),
+        ("podgroups.scheduling.k8s.io", "podgroups", "scheduling.k8s.io/v1beta1", "PodGroup", true),
+        ("compositepodgroups.scheduling.k8s.io", "compositepodgroups", "scheduling.k8s.io/v1alpha3", "CompositePodGroup", true),
+        ("evictionrequests.lifecycle.k8s.io", "evictionrequests", "lifecycle.k8s.io/v1alpha1", "EvictionRequest", true),
+        ("evictions.lifecycle.k8s.io", "evictions", "lifecycle.k8s.io/v1alpha1", "Eviction", true),
+        ("customresourcedefinitions.apiextensions.k8s.io", "apiextensions.k8s.io/customresourcedefinitions", "apiextensions.k8s.io/v1beta1", "CustomResourceDefinition", false),
+        ("apiservices.apiregistration.k8s.io", "apiregistration.k8s.io/apiservices", "apiregistration.k8s.io/v1", "APIService", false),
+        ("horizontalpodautoscalers.autoscaling", "horizontalpodautoscalers", "autoscaling/v2", "HorizontalPodAutoscaler", true),
+        ("events.events.k8s.io", "events", "v1", "Event", true),
+        ("nodes", "minions", "v1", "Node", false),
+    ];
+    for (gr, key_prefix, api_version, kind, namespaced) in expected {
+        let resource = layout.resource(gr);
+        let built_in = resource
+            .built_in
+            .unwrap_or_else(|| panic!("{gr} is not a built-in of 1.37"));
+        assert_eq!(
+            (
+                resource.key_prefix.as_str(),
+                built_in.api_version,
+                built_in.kind,
+                built_in.namespaced
+            ),
+            (key_prefix, api_version, kind, namespaced),
+            "{gr}"
+        );
+    }
+    assert_eq!(layout.rows.len(), 71);
+}
+
+#[test]
+fn storage_versions_move_from_minor_to_minor_as_data_go_says() {
+    // (group-resource, stored apiVersion in 1.31, 1.32, ..., 1.37; "" where not served)
+    #[rustfmt::skip]
+    let expected: &[(&str, [&str; 7])] = &[
+        ("deviceclasses.resource.k8s.io", ["resource.k8s.io/v1alpha3", "resource.k8s.io/v1beta1", "resource.k8s.io/v1beta1", "resource.k8s.io/v1beta2", "resource.k8s.io/v1", "resource.k8s.io/v1", "resource.k8s.io/v1"]),
+        ("podschedulingcontexts.resource.k8s.io", ["resource.k8s.io/v1alpha3", "", "", "", "", "", ""]),
+        ("devicetaintrules.resource.k8s.io", ["", "", "resource.k8s.io/v1alpha3", "resource.k8s.io/v1alpha3", "resource.k8s.io/v1alpha3", "resource.k8s.io/v1alpha3", "resource.k8s.io/v1beta2"]),
+        ("servicecidrs.networking.k8s.io", ["networking.k8s.io/v1beta1", "networking.k8s.io/v1beta1", "networking.k8s.io/v1beta1", "networking.k8s.io/v1", "networking.k8s.io/v1", "networking.k8s.io/v1", "networking.k8s.io/v1"]),
+        ("volumeattributesclasses.storage.k8s.io", ["storage.k8s.io/v1beta1", "storage.k8s.io/v1beta1", "storage.k8s.io/v1beta1", "storage.k8s.io/v1beta1", "storage.k8s.io/v1beta1", "storage.k8s.io/v1", "storage.k8s.io/v1"]),
+        ("mutatingadmissionpolicies.admissionregistration.k8s.io", ["", "admissionregistration.k8s.io/v1alpha1", "admissionregistration.k8s.io/v1alpha1", "admissionregistration.k8s.io/v1alpha1", "admissionregistration.k8s.io/v1beta1", "admissionregistration.k8s.io/v1beta1", "admissionregistration.k8s.io/v1"]),
+        ("leasecandidates.coordination.k8s.io", ["coordination.k8s.io/v1alpha1", "coordination.k8s.io/v1alpha2", "coordination.k8s.io/v1beta1", "coordination.k8s.io/v1beta1", "coordination.k8s.io/v1beta1", "coordination.k8s.io/v1beta1", "coordination.k8s.io/v1beta1"]),
+        ("clustertrustbundles.certificates.k8s.io", ["certificates.k8s.io/v1alpha1", "certificates.k8s.io/v1alpha1", "certificates.k8s.io/v1beta1", "certificates.k8s.io/v1beta1", "certificates.k8s.io/v1beta1", "certificates.k8s.io/v1beta1", "certificates.k8s.io/v1beta1"]),
+        ("storageversionmigrations.storagemigration.k8s.io", ["storagemigration.k8s.io/v1alpha1", "storagemigration.k8s.io/v1alpha1", "storagemigration.k8s.io/v1alpha1", "storagemigration.k8s.io/v1alpha1", "storagemigration.k8s.io/v1beta1", "storagemigration.k8s.io/v1beta1", "storagemigration.k8s.io/v1beta1"]),
+        ("workloads.scheduling.k8s.io", ["", "", "", "", "scheduling.k8s.io/v1alpha1", "scheduling.k8s.io/v1alpha2", "scheduling.k8s.io/v1beta1"]),
+        ("deployments.apps", ["apps/v1"; 7]),
+    ];
+    for (gr, versions) in expected {
+        let gr_parsed = GroupResource::parse(gr);
+        for (minor, want) in MINORS.zip(versions) {
+            let got = kube(minor)
+                .built_in(&gr_parsed)
+                .map_or("", |r| r.built_in.unwrap().api_version);
+            assert_eq!(got, *want, "{gr} in 1.{minor}");
+        }
+    }
 }
