@@ -194,6 +194,30 @@ where
         })
     }
 
+    /// Encodes an object to replace `previous` (the plain bytes stored under `key`),
+    /// carrying over what `previous` holds that a decode could not show
+    /// ([`Codec::encode_replacing`]); with no previous value, as [`Self::encode`].
+    pub fn encode_replacing(&self, key: &str, obj: &mut T, previous: &[u8]) -> Result<Bytes> {
+        if previous.is_empty() {
+            return self.encode(key, obj);
+        }
+        self.versioner.prepare_object_for_storage(obj)?;
+        self.codec.encode_replacing(obj, previous).map_err(|err| {
+            StorageError::internal(
+                key,
+                format!("unable to encode object: {err}"),
+                Box::new(err),
+            )
+        })
+    }
+
+    /// Whether an update must start from the bytes really stored rather than from a
+    /// caller's cached object ([`Codec::carries_previous`]): an encoding of a decoded
+    /// object has already lost what the decode could not show.
+    pub fn update_needs_stored_value(&self) -> bool {
+        self.codec.carries_previous()
+    }
+
     /// Stamps a revision as the object's resourceVersion.
     pub fn set_revision(&self, obj: &mut T, rev: i64) {
         // Setting a resourceVersion cannot fail for this versioner; a revision is never

@@ -57,6 +57,16 @@ pub(crate) struct GlobalArgs {
     /// resources). Reads take either.
     #[arg(long, global = true, value_name = "TYPE", value_parser = ["json", "protobuf", "application/json", "application/vnd.kubernetes.protobuf"])]
     pub(crate) storage_media_type: Option<String>,
+    /// The kube version of the cluster (MAJOR.MINOR, 1.31 to 1.37; default the newest):
+    /// its storage layout and protobuf schema. Fields of a newer kube are named on
+    /// stderr when a read cannot show them, and kept by updates.
+    #[arg(
+        long,
+        global = true,
+        env = "APISTORE_KUBE_VERSION",
+        value_name = "VERSION"
+    )]
+    pub(crate) kube_version: Option<String>,
     /// Write the Prometheus text exposition of what this command did to FILE when it
     /// ends: failed or not, and when stopped with Ctrl-C (SIGINT, exit code 130).
     #[arg(long, global = true, value_name = "FILE")]

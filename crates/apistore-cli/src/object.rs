@@ -13,8 +13,7 @@ use std::sync::Arc;
 use apistore::layers::etcd3::Etcd3Store;
 use apistore::layers::value::{Plaintext, TransformError, Transformer};
 use apistore::{
-    ApiObject, ApiStore, Codec, CodecError, DynamicObject, Fields, MediaType, MetaAccessor,
-    StorageCodec, StorageEncoding,
+    ApiObject, ApiStore, Codec, CodecError, DynamicObject, Fields, MetaAccessor, StorageCodec,
 };
 use bytes::Bytes;
 use serde::{Deserialize, Serialize};
@@ -72,12 +71,8 @@ pub(crate) fn selectable_store(
     if !skip_undecodable {
         return api.store(resource);
     }
-    let media_type = match api.resource_layout(resource).encoding {
-        StorageEncoding::Protobuf => MediaType::Protobuf,
-        StorageEncoding::Json => MediaType::Json,
-    };
     let codec: Arc<dyn Codec<Selectable>> =
-        Arc::new(TolerantCodec(StorageCodec::<Selectable>::new(media_type)));
+        Arc::new(TolerantCodec(api.codec::<Selectable>(resource)));
     let transformer = Arc::new(TolerantTransformer(api.transformer_for(resource)));
     let store = Etcd3Store::with_parts(
         api.client().clone(),
@@ -155,6 +150,14 @@ impl Codec<Selectable> for TolerantCodec {
         })
     }
 
+    fn encode_replacing(&self, object: &Selectable, previous: &[u8]) -> Result<Bytes, CodecError> {
+        self.0.encode_replacing(object, previous)
+    }
+
+    fn carries_previous(&self) -> bool {
+        self.0.carries_previous()
+    }
+
     fn round_trips(&self) -> bool {
         self.0.round_trips()
     }
@@ -163,6 +166,7 @@ impl Codec<Selectable> for TolerantCodec {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use apistore::MediaType;
 
     #[test]
     fn a_pod_selects_on_its_node_and_a_configmap_on_its_name_only() {

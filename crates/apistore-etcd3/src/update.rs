@@ -60,7 +60,12 @@ where
             self.instrumentation
                 .update_span(key, std::any::type_name::<T>(), &self.group_resource);
         let ignore_not_found = options.ignore_not_found;
-        let (mut state, mut is_current) = match options.cached_existing_object {
+        // A codec that carries what a decode could not show needs the bytes really
+        // stored: an encoding of the caller's decoded object has lost it already.
+        let cached = options
+            .cached_existing_object
+            .filter(|_| !self.layers.update_needs_stored_value());
+        let (mut state, mut is_current) = match cached {
             Some(cached) => (self.layers.state_from_object(&prepared, cached)?, false),
             None => (self.current_state(&prepared, ignore_not_found).await?, true),
         };
@@ -106,7 +111,10 @@ where
             let ttl = ttl.unwrap_or(0);
 
             trace.event("About to Encode");
-            let data = match self.layers.encode(&prepared, &mut object) {
+            let data = match self
+                .layers
+                .encode_replacing(&prepared, &mut object, &stored_data)
+            {
                 Ok(data) => data,
                 Err(err) => {
                     trace.event_len_err("Encode failed", 0, &err);

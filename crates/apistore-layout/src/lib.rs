@@ -243,6 +243,15 @@ impl StorageLayout {
     }
 }
 
+impl StorageLayout {
+    /// kube-apiserver's layout of one kube minor, with its default storage media type.
+    pub fn for_kube(version: apistore_storage::KubeVersion) -> Self {
+        // Until every minor's table is generated, the 1.31 table stands in.
+        let _ = version;
+        Self::kube_1_31()
+    }
+}
+
 impl Default for StorageLayout {
     fn default() -> Self {
         Self::kube_1_31()

@@ -23,7 +23,12 @@ where
     {
         let prepared = self.prepare_key(key)?;
         let ignore_not_found = options.ignore_not_found;
-        let (mut state, mut is_current) = match options.cached_existing_object {
+        // A codec that carries what a decode could not show needs the bytes really
+        // stored: an encoding of the caller's decoded object has lost it already.
+        let cached = options
+            .cached_existing_object
+            .filter(|_| !self.layers.update_needs_stored_value());
+        let (mut state, mut is_current) = match cached {
             Some(cached) => (self.layers.state_from_object(&prepared, cached)?, false),
             None => (self.current_state(&prepared, ignore_not_found)?, true),
         };
@@ -64,7 +69,9 @@ where
                     continue;
                 }
             };
-            let data = self.layers.encode(&prepared, &mut object)?;
+            let data = self
+                .layers
+                .encode_replacing(&prepared, &mut object, &stored_data)?;
             let mut object = self.layers.as_written(&prepared, object, &data)?;
 
             if !stale && data == stored_data {

@@ -4,13 +4,14 @@
 use std::fmt;
 use std::marker::PhantomData;
 use std::str::FromStr;
+use std::sync::Arc;
 
-use apistore_storage::{Codec, CodecError};
+use apistore_storage::{Codec, CodecError, KubeVersion};
 use bytes::Bytes;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
-use crate::{KubeProtobuf, is_protobuf};
+use crate::{KubeProtobuf, UnknownField, is_protobuf};
 
 /// The media type a codec writes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
@@ -58,30 +59,97 @@ impl FromStr for MediaType {
 }
 
 /// A codec for any serde object type: decodes JSON or kube protobuf (by the
-/// `k8s\0` magic, value by value) and encodes with its write media type.
+/// `k8s\0` magic, value by value) and encodes with its write media type, with the
+/// protobuf schema of one kube minor (the newest apistore knows unless told).
+///
+/// An update never loses what a read could not show: protobuf fields the schema has
+/// no name for (a newer kube wrote them) are carried from the replaced value into the
+/// new one ([`Codec::encode_replacing`]), or the write is refused naming them.
 pub struct StorageCodec<T> {
     write: MediaType,
+    version: KubeVersion,
+    observer: Option<UnknownFieldsObserver>,
     _t: PhantomData<fn() -> T>,
 }
 
+/// Told of every value a [`StorageCodec`] decoded without showing all of it: fields
+/// its kube version's schema has no name for ([`StorageCodec::observe_unknown_fields`]).
+pub type UnknownFieldsObserver = Arc<dyn Fn(&PartialRead) + Send + Sync>;
+
+/// A value read without some of its fields: which object, and which fields.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PartialRead {
+    /// The object's apiVersion.
+    pub api_version: String,
+    /// The object's kind.
+    pub kind: String,
+    /// The object's namespace (empty for a cluster-scoped one).
+    pub namespace: String,
+    /// The object's name.
+    pub name: String,
+    /// What the read could not show.
+    pub fields: Vec<UnknownField>,
+}
+
+impl PartialRead {
+    /// `Pod demo/p1`, `Node n1`.
+    pub fn object(&self) -> String {
+        if self.namespace.is_empty() {
+            format!("{} {}", self.kind, self.name)
+        } else {
+            format!("{} {}/{}", self.kind, self.namespace, self.name)
+        }
+    }
+}
+
 impl<T> StorageCodec<T> {
-    /// A codec that writes `write`.
+    /// A codec that writes `write`, with the newest kube schema apistore knows.
     pub const fn new(write: MediaType) -> Self {
+        Self::for_kube(write, KubeVersion::LATEST)
+    }
+
+    /// A codec that writes `write` as kube `version` does (its protobuf schema).
+    pub const fn for_kube(write: MediaType, version: KubeVersion) -> Self {
         Self {
             write,
+            version,
+            observer: None,
             _t: PhantomData,
         }
+    }
+
+    /// Tells `observer` of every value decoded without some of its fields (builder
+    /// style): the way to know that a read did not show everything, since the object
+    /// itself cannot say so. Values without such fields cost one walk more, with no
+    /// allocation.
+    pub fn observe_unknown_fields(mut self, observer: UnknownFieldsObserver) -> Self {
+        self.observer = Some(observer);
+        self
     }
 
     /// The media type this codec writes.
     pub const fn write_media_type(&self) -> MediaType {
         self.write
     }
+
+    /// The kube minor whose schema this codec reads and writes protobuf with.
+    pub const fn kube_version(&self) -> KubeVersion {
+        self.version
+    }
+
+    fn protobuf(&self) -> &'static KubeProtobuf {
+        KubeProtobuf::for_version(self.version)
+    }
 }
 
 impl<T> Clone for StorageCodec<T> {
     fn clone(&self) -> Self {
-        Self::new(self.write)
+        Self {
+            write: self.write,
+            version: self.version,
+            observer: self.observer.clone(),
+            _t: PhantomData,
+        }
     }
 }
 
@@ -89,6 +157,8 @@ impl<T> fmt::Debug for StorageCodec<T> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("StorageCodec")
             .field("write", &self.write)
+            .field("version", &self.version)
+            .field("observed", &self.observer.is_some())
             .finish()
     }
 }
@@ -111,14 +181,17 @@ where
             MediaType::Protobuf => {
                 let value =
                     serde_json::to_value(object).map_err(|e| CodecError::Encode(Box::new(e)))?;
-                match KubeProtobuf::k8s_1_31().encode_value(&value) {
+                match self.protobuf().encode_value(&value) {
                     Ok(b) => Ok(Bytes::from(b)),
-                    Err(crate::ProtobufError::UnknownKind { api_version, kind }) => {
-                        Err(CodecError::Encode(Box::new(UnknownKindForProtobuf {
-                            api_version,
-                            kind,
-                        })))
-                    }
+                    Err(crate::ProtobufError::UnknownKind {
+                        api_version,
+                        kind,
+                        version,
+                    }) => Err(CodecError::Encode(Box::new(UnknownKindForProtobuf {
+                        api_version,
+                        kind,
+                        version,
+                    }))),
                     Err(e) => Err(CodecError::Encode(Box::new(e))),
                 }
             }
@@ -128,12 +201,35 @@ where
     fn decode(&self, data: &[u8]) -> Result<T, CodecError> {
         if is_protobuf(data) {
             // Straight from the protobuf into T: no JSON text in between.
-            KubeProtobuf::k8s_1_31()
+            let object = self
+                .protobuf()
                 .decode(data)
-                .map_err(|e| CodecError::Decode(Box::new(e)))
+                .map_err(|e| CodecError::Decode(Box::new(e)))?;
+            if let Some(observer) = &self.observer {
+                if let Some(read) = self.protobuf().partial_read(data) {
+                    observer(&read);
+                }
+            }
+            Ok(object)
         } else {
             serde_json::from_slice(data).map_err(|e| CodecError::Decode(Box::new(e)))
         }
+    }
+
+    fn encode_replacing(&self, object: &T, previous: &[u8]) -> Result<Bytes, CodecError> {
+        let new = self.encode(object)?;
+        if !is_protobuf(previous) {
+            // JSON is decoded into T whole: what T keeps is T's to say.
+            return Ok(new);
+        }
+        self.protobuf()
+            .carry_unknown_fields(previous, new.into())
+            .map(Bytes::from)
+            .map_err(|e| CodecError::Encode(Box::new(e)))
+    }
+
+    fn carries_previous(&self) -> bool {
+        true
     }
 
     /// A protobuf round trip fills in what Go writes for absent fields
@@ -146,9 +242,10 @@ where
 /// Writing protobuf for a kind the schema does not know.
 #[derive(Debug, thiserror::Error)]
 #[error(
-    "{kind:?} in {api_version:?} has no protobuf encoding in the k8s 1.31 schema (custom resources and unknown kinds are stored as JSON): use MediaType::Json for it"
+    "{kind:?} in {api_version:?} has no protobuf encoding in the kube {version} schema (custom resources and unknown kinds are stored as JSON): use MediaType::Json for it, or a newer kube version if it is a built-in kind of one"
 )]
 struct UnknownKindForProtobuf {
     api_version: String,
     kind: String,
+    version: KubeVersion,
 }

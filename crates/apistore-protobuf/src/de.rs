@@ -686,7 +686,7 @@ impl<'de> MapAccess<'de> for StructAccess<'_, 'de> {
                 continue;
             }
             let vals = &frame.entries[start..end];
-            let s = slot(self.ctx.schema, &f.ty, f.omitempty, vals)
+            let s = slot(self.ctx.schema, &f.ty, f.omitempty, f.omitzero, vals)
                 .map_err(|e| self.ctx.err(&self.path.child(PathStep::Field(&f.json)), e))?;
             if let Some(slot) = s {
                 self.pending = Some(Pending::Field {

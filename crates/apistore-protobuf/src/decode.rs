@@ -111,7 +111,8 @@ impl<'s> Decoder<'s> {
                 continue;
             }
             self.path.push(Step::Field(&f.json));
-            let s = slot(self.schema, &f.ty, f.omitempty, vals).map_err(|e| self.err(e))?;
+            let s =
+                slot(self.schema, &f.ty, f.omitempty, f.omitzero, vals).map_err(|e| self.err(e))?;
             if let Some(s) = s {
                 self.key(&f.json, first);
                 self.slot(s, vals)?;

@@ -1,6 +1,8 @@
 //! The crate's error type: every failure names the kind and, where there is one, the
 //! field path (`spec.containers[0].ports[1].containerPort`) it is about.
 
+use apistore_storage::KubeVersion;
+
 /// An error from decoding stored protobuf or encoding JSON into it.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
@@ -23,13 +25,35 @@ pub enum ProtobufError {
     },
     /// The apiVersion/kind is not one the embedded schema knows.
     #[error(
-        "unknown kind {kind:?} in apiVersion {api_version:?}: the k8s 1.31 protobuf schema has no such built-in kind (store it as JSON)"
+        "unknown kind {kind:?} in apiVersion {api_version:?}: the kube {version} protobuf schema has no such built-in kind{}",
+        unknown_kind_hint(api_version, kind, *version)
     )]
     UnknownKind {
         /// The apiVersion asked for.
         api_version: String,
         /// The kind asked for.
         kind: String,
+        /// The kube version of the schema asked.
+        version: KubeVersion,
+    },
+    /// A write would drop fields of the value it replaces that the schema has no name
+    /// for (a newer kube wrote them), and they cannot be carried into the new bytes.
+    #[error(
+        "refusing to write this {kind}: the stored value holds fields the kube {version} schema does not know ({fields}) under {path}, and {reason}, so the write would drop them; {fix}"
+    )]
+    WouldDropFields {
+        /// The kind being written.
+        kind: String,
+        /// The kube version of the schema used.
+        version: KubeVersion,
+        /// The JSON path of the message the fields could not be placed in.
+        path: String,
+        /// The fields, each with its protobuf number and the kube version that has it.
+        fields: String,
+        /// Why they cannot be carried.
+        reason: String,
+        /// What to do instead.
+        fix: String,
     },
     /// The object's protobuf bytes are malformed.
     #[error("decoding {kind} protobuf at {path}: {reason}")]
@@ -87,6 +111,19 @@ fn of_kind(api_version: &Option<String>, kind: &Option<String>) -> String {
         (None, Some(k)) => format!(" of {k:?}"),
         (Some(av), None) => format!(" in {av:?}"),
         (None, None) => String::new(),
+    }
+}
+
+/// Where an unknown kind can be read instead: a newer schema that has it, or JSON.
+fn unknown_kind_hint(api_version: &str, kind: &str, version: KubeVersion) -> String {
+    let newer = KubeVersion::ALL
+        .iter()
+        .copied()
+        .filter(|v| *v > version)
+        .find(|v| crate::KubeProtobuf::for_version(*v).knows(api_version, kind));
+    match newer {
+        Some(v) => format!(" (kube {v} has it: choose --kube-version {v} or newer)"),
+        None => " (custom resources and kinds of aggregated servers are stored as JSON)".to_owned(),
     }
 }
 

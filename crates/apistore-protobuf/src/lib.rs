@@ -16,8 +16,9 @@
 //! (`Volume.VolumeSource` is tag 2 in protobuf, flattened in JSON), and the Go
 //! declaration order JSON fields come out in. The `.proto` files behind k8s-pb,
 //! k8s-rs-pb or a prost-reflect descriptor carry none of that. So `interop/schema`, a
-//! small Go program, walks the reference's own types with reflection and writes
-//! `schema/k8s-1.31.json`, which is embedded here and parsed once. Nothing about the
+//! small Go program, walks each kube minor's own types with reflection and writes
+//! `schema/k8s-1.3X.json` (1.31 to 1.37), embedded here and parsed when first used
+//! ([`KubeProtobuf::for_version`]). Nothing about the
 //! Kubernetes types is written by hand; only the handful of types whose JSON Go
 //! writes by hand (`metav1.Time`, `resource.Quantity`, `intstr.IntOrString`,
 //! `runtime.RawExtension`, apiextensions' `JSONSchemaPropsOr*`, ...) have code here.
@@ -28,8 +29,12 @@
 //! Decoding never panics: truncated varints, lengths past the end, wrong wire types,
 //! groups, unknown kinds and nesting deeper than 100 messages are errors that name the
 //! kind and field path. Unknown fields inside a known message are skipped, as Go's
-//! generated `Unmarshal` skips them.
+//! generated `Unmarshal` skips them, but never lost on a write: a value written by a
+//! newer kube keeps them through a read, a change and a write
+//! ([`KubeProtobuf::carry_unknown_fields`], which [`StorageCodec`] applies to every
+//! update), and [`KubeProtobuf::unknown_fields`] says what a read could not show.
 
+mod carry;
 mod codec;
 mod de;
 mod decode;
@@ -50,7 +55,10 @@ mod tests;
 
 use std::sync::OnceLock;
 
-pub use codec::{MediaType, StorageCodec};
+use apistore_storage::KubeVersion;
+
+pub use carry::UnknownField;
+pub use codec::{MediaType, PartialRead, StorageCodec, UnknownFieldsObserver};
 pub use envelope::PROTOBUF_MAGIC;
 pub use error::{ProtobufError, Result};
 
@@ -61,25 +69,52 @@ pub fn is_protobuf(stored: &[u8]) -> bool {
     stored.starts_with(&PROTOBUF_MAGIC)
 }
 
-/// The transcoder between kube's protobuf storage encoding and Go's JSON, over one
-/// embedded schema of Kubernetes types.
+/// The transcoder between kube's protobuf storage encoding and Go's JSON, over the
+/// embedded schema of one kube minor's Kubernetes types.
 #[derive(Debug)]
 pub struct KubeProtobuf {
     schema: Schema,
+    version: KubeVersion,
 }
 
 impl KubeProtobuf {
-    /// The embedded schema of Kubernetes 1.31 (k8s.io/api, apiextensions-apiserver
-    /// and kube-aggregator v0.31.1).
-    pub fn k8s_1_31() -> &'static Self {
-        static K8S_1_31: OnceLock<KubeProtobuf> = OnceLock::new();
-        K8S_1_31.get_or_init(|| {
+    /// The embedded schema of one kube minor (k8s.io/api, apiextensions-apiserver and
+    /// kube-aggregator of that minor), parsed the first time it is asked for.
+    pub fn for_version(version: KubeVersion) -> &'static Self {
+        static SCHEMAS: [OnceLock<KubeProtobuf>; 7] = [const { OnceLock::new() }; 7];
+        let index = version.index();
+        let (Some(cell), Some(text)) = (SCHEMAS.get(index), schema::SCHEMA_JSON.get(index)) else {
+            // KubeVersion and SCHEMA_JSON list the same minors (a test checks it); an
+            // empty schema makes every call an error naming the kind.
+            static EMPTY: OnceLock<KubeProtobuf> = OnceLock::new();
+            return EMPTY.get_or_init(|| Self {
+                schema: Schema::empty(),
+                version,
+            });
+        };
+        cell.get_or_init(|| {
             // The schema is a constant of the build, checked by this crate's tests; an
             // unparsable one is a build defect, and an empty schema (every kind
             // unknown, so every call errors) is the safe way to surface it.
-            let schema = Schema::load(schema::SCHEMA_JSON).unwrap_or_else(|_| Schema::empty());
-            Self { schema }
+            let schema = Schema::load(text).unwrap_or_else(|_| Schema::empty());
+            Self { schema, version }
         })
+    }
+
+    /// The embedded schema of Kubernetes 1.31 (k8s.io/api, apiextensions-apiserver
+    /// and kube-aggregator v0.31).
+    pub fn k8s_1_31() -> &'static Self {
+        Self::for_version(KubeVersion::V1_31)
+    }
+
+    /// The schema of the newest kube minor apistore knows.
+    pub fn latest() -> &'static Self {
+        Self::for_version(KubeVersion::LATEST)
+    }
+
+    /// The kube minor this schema is of.
+    pub fn version(&self) -> KubeVersion {
+        self.version
     }
 
     /// Whether the schema has this built-in kind.
@@ -116,6 +151,7 @@ impl KubeProtobuf {
         let unknown = || ProtobufError::UnknownKind {
             api_version: String::from_utf8_lossy(env.api_version).into_owned(),
             kind: String::from_utf8_lossy(env.kind).into_owned(),
+            version: self.version,
         };
         let (Ok(av), Ok(kind)) = (
             std::str::from_utf8(env.api_version),
@@ -153,6 +189,7 @@ impl KubeProtobuf {
                 .ok_or_else(|| ProtobufError::UnknownKind {
                     api_version: av.to_string(),
                     kind: kind.to_string(),
+                    version: self.version,
                 })?;
         let mut raw = Vec::with_capacity(json.len());
         encode::Encoder::new(&self.schema, kind_name).object(m, &node, &mut raw)?;
@@ -166,6 +203,91 @@ impl KubeProtobuf {
             reason: e.to_string(),
         })?;
         self.encode_json(&text)
+    }
+
+    /// Every field of a stored value (`k8s\0` envelope) this schema has no name for:
+    /// what a decode leaves out. Empty for a value of this kube minor or older.
+    pub fn unknown_fields(&self, stored: &[u8]) -> Result<Vec<UnknownField>> {
+        let (_, kind_name, m, raw) = self.open(stored)?;
+        let mut out = Vec::new();
+        if let Some(&id) = self.schema.by_name.get(&*m.name) {
+            carry::Carrier::new(&self.schema, self.version, kind_name)
+                .list_unknown(id, raw, &mut out)?;
+        }
+        Ok(out)
+    }
+
+    /// What a decode of `stored` leaves out, with the object it is of; `None` when
+    /// nothing (or when the bytes are not a value of a kind this schema has, which a
+    /// decode reports itself).
+    pub fn partial_read(&self, stored: &[u8]) -> Option<PartialRead> {
+        let (av, kind_name, m, raw) = self.open(stored).ok()?;
+        let id = *self.schema.by_name.get(&*m.name)?;
+        let mut carrier = carry::Carrier::new(&self.schema, self.version, kind_name);
+        if !carrier.has_unknown(id, raw).ok()? {
+            return None;
+        }
+        let mut fields = Vec::new();
+        carrier.list_unknown(id, raw, &mut fields).ok()?;
+        let (namespace, name) = carry::object_name(raw);
+        Some(PartialRead {
+            api_version: av.to_owned(),
+            kind: kind_name.to_owned(),
+            namespace,
+            name,
+            fields,
+        })
+    }
+
+    /// `new` (stored bytes about to replace `previous` under the same key) with every
+    /// field of `previous` this schema has no name for carried over to the same place,
+    /// so a decode, a change and an encode lose nothing; `new` itself when `previous`
+    /// has no such field or is not protobuf. Refused with
+    /// [`ProtobufError::WouldDropFields`], naming the fields, where the change leaves
+    /// them no place (a list whose length changed, another kind).
+    pub fn carry_unknown_fields(&self, previous: &[u8], new: Vec<u8>) -> Result<Vec<u8>> {
+        if !is_protobuf(previous) {
+            return Ok(new);
+        }
+        let old_env = envelope::parse(previous)?;
+        let Some(old_id) = self.kind_message_id(old_env.api_version, old_env.kind) else {
+            // A kind this schema does not know could not have been decoded at all.
+            return Ok(new);
+        };
+        let kind_name = String::from_utf8_lossy(old_env.kind).into_owned();
+        let mut carrier = carry::Carrier::new(&self.schema, self.version, &kind_name);
+        if !carrier.has_unknown(old_id, old_env.raw)? {
+            return Ok(new);
+        }
+        let same_kind = is_protobuf(&new)
+            && envelope::parse(&new)
+                .is_ok_and(|e| e.api_version == old_env.api_version && e.kind == old_env.kind);
+        if !same_kind {
+            return Err(carrier.cannot_carry(
+                old_id,
+                old_env.raw,
+                "the new value is not the same apiVersion and kind in protobuf".to_owned(),
+            ));
+        }
+        let new_env = envelope::parse(&new)?;
+        match carrier.carry(old_id, old_env.raw, new_env.raw)? {
+            None => Ok(new),
+            Some(raw) => Ok(envelope::write(
+                &String::from_utf8_lossy(old_env.api_version),
+                &kind_name,
+                &raw,
+            )),
+        }
+    }
+
+    /// The message of an envelope's (apiVersion, kind), if the schema has it.
+    fn kind_message_id(&self, api_version: &[u8], kind: &[u8]) -> Option<usize> {
+        let (Ok(av), Ok(kind)) = (std::str::from_utf8(api_version), std::str::from_utf8(kind))
+        else {
+            return None;
+        };
+        let m = self.schema.kind(av, kind)?;
+        self.schema.by_name.get(&*m.name).copied()
     }
 
     /// The (apiVersion, kind) in the envelope, without decoding the object.

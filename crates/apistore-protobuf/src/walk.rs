@@ -118,6 +118,7 @@ pub(crate) fn slot<'s, 'a>(
     schema: &'s Schema,
     ty: &'s Ty,
     omitempty: bool,
+    omitzero: bool,
     vals: &[(usize, WireVal<'a>)],
 ) -> Result<Option<Slot<'s, 'a>>, String> {
     let last = vals.last().map(|v| v.1);
@@ -142,6 +143,17 @@ pub(crate) fn slot<'s, 'a>(
         }),
         Ty::Msg(id) => {
             let m = &schema.messages[*id];
+            // `omitzero` (only metav1.Time fields carry it: creationTimestamp from kube
+            // 1.34) leaves out the zero instant, which is what Go writes as null.
+            if omitzero
+                && matches!(m.special, Special::Time | Special::MicroTime)
+                && matches!(
+                    crate::special::interpret(m, Segs::of(vals).as_slice())?,
+                    crate::special::SpecialValue::Null
+                )
+            {
+                return Ok(None);
+            }
             if m.special == Special::WrapSlice
                 && omitempty
                 && collect(m, Segs::of(vals).as_slice())?.is_empty()

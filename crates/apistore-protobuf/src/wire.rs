@@ -68,6 +68,11 @@ impl<'a> Fields<'a> {
         Self { buf, pos: 0 }
     }
 
+    /// Where the next field starts: after a field is read, the end of its encoding.
+    pub(crate) fn offset(&self) -> usize {
+        self.pos
+    }
+
     #[inline]
     fn next_field(&mut self) -> Result<Option<(u32, WireVal<'a>)>, String> {
         loop {

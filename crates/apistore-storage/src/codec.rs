@@ -36,6 +36,25 @@ pub trait Codec<T>: Send + Sync + 'static {
     fn round_trips(&self) -> bool {
         true
     }
+
+    /// Encodes `object` to replace `previous`, the plain bytes currently stored under
+    /// its key, carrying over what `previous` holds that a decode into `T` could not
+    /// show (fields of a newer kube than the codec's schema knows), so a read, a change
+    /// and a write lose nothing the caller did not change. An error when something
+    /// would be lost that cannot be carried names it. The default encodes `object` as
+    /// [`Self::encode`] does: right for a codec whose decode drops nothing.
+    fn encode_replacing(&self, object: &T, previous: &[u8]) -> Result<Bytes, CodecError> {
+        let _ = previous;
+        self.encode(object)
+    }
+
+    /// Whether [`Self::encode_replacing`] needs the bytes really stored: a store must
+    /// then not stand in a caller's cached object for them (an encoding of a decoded
+    /// object has already lost what the decode could not show). False unless a codec
+    /// says otherwise.
+    fn carries_previous(&self) -> bool {
+        false
+    }
 }
 
 /// The JSON codec, for any serde type.

@@ -29,6 +29,7 @@ mod error;
 mod group_resource;
 mod interface;
 pub mod key_prefix;
+mod kube_version;
 mod list;
 mod object;
 mod options;
@@ -46,6 +47,7 @@ pub use error::{
 };
 pub use group_resource::GroupResource;
 pub use interface::{Storage, Versioner};
+pub use kube_version::{KubeVersion, ParseKubeVersionError};
 pub use list::{ListMeta, ObjectList};
 pub use object::{
     ApiObject, DynamicObject, Fields, INITIAL_EVENTS_END_ANNOTATION, Labels, MetaAccessor,

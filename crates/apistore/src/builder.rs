@@ -10,8 +10,8 @@ use apistore_etcd3::{
     StoreConfig, TlsConfig,
 };
 use apistore_layout::{ResourceLayout, StorageEncoding, StorageLayout};
-use apistore_protobuf::{MediaType, StorageCodec};
-use apistore_storage::{ApiObject, Codec, DynamicObject, StorageError};
+use apistore_protobuf::{MediaType, StorageCodec, UnknownFieldsObserver};
+use apistore_storage::{ApiObject, Codec, DynamicObject, KubeVersion, StorageError};
 use apistore_telemetry::{StorageMetrics, TelemetryError};
 use apistore_value::config::{ConfigError, EncryptionConfig};
 use apistore_value::{IdentityTransformer, TransformObserver, TransformationType, Transformer};
@@ -63,7 +63,19 @@ pub struct ApiStoreBuilder {
     storage_size_poll_interval: Option<Duration>,
     storage_cluster_id: String,
     storage_media_type: Option<MediaType>,
+    kube_version: KubeVersion,
+    unknown_fields: Option<ObserverSlot>,
     pub(crate) cache: crate::cached::CacheSettings,
+}
+
+/// An observer in a struct that derives `Debug`.
+#[derive(Clone)]
+struct ObserverSlot(UnknownFieldsObserver);
+
+impl std::fmt::Debug for ObserverSlot {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("UnknownFieldsObserver")
+    }
 }
 
 #[derive(Debug)]
@@ -85,6 +97,8 @@ impl Default for ApiStoreBuilder {
             storage_size_poll_interval: None,
             storage_cluster_id: "etcd-0".to_owned(),
             storage_media_type: None,
+            kube_version: KubeVersion::LATEST,
+            unknown_fields: None,
             cache: crate::cached::CacheSettings::default(),
         }
     }
@@ -195,6 +209,25 @@ impl ApiStoreBuilder {
         self
     }
 
+    /// The kube minor of the cluster whose etcd this is (default: the newest apistore
+    /// knows, [`KubeVersion::LATEST`]): its storage layout (which resources exist,
+    /// their key prefixes and storage versions) and its protobuf schema (which kinds
+    /// and fields exist, and how its JSON reads). Fields of a newer kube than this are
+    /// not shown by reads but are never lost by writes: updates carry them over, or
+    /// are refused naming them.
+    pub fn kube_version(mut self, version: KubeVersion) -> Self {
+        self.kube_version = version;
+        self
+    }
+
+    /// Tells `observer` of every value a store decodes without some of its fields
+    /// (fields of a newer kube than [`Self::kube_version`]): a read cannot show them,
+    /// and the object cannot say so itself. Updates keep such fields either way.
+    pub fn observe_unknown_fields(mut self, observer: UnknownFieldsObserver) -> Self {
+        self.unknown_fields = Some(ObserverSlot(observer));
+        self
+    }
+
     /// Writes every resource in this encoding (kube-apiserver's `--storage-media-type`)
     /// instead of the one kube-apiserver uses for it (protobuf for built-ins, JSON for
     /// custom resources). Reads take either encoding whatever this says.
@@ -259,7 +292,9 @@ impl ApiStoreBuilder {
         };
         Ok(ApiStore {
             client,
-            layout: StorageLayout::kube_1_31(),
+            layout: StorageLayout::for_kube(self.kube_version),
+            kube_version: self.kube_version,
+            unknown_fields: self.unknown_fields,
             storage_media_type: self.storage_media_type,
             prefix: self.prefix,
             request_timeout: self.request_timeout,
@@ -327,6 +362,8 @@ impl TransformObserver for MetricsObserver {
 pub struct ApiStore {
     client: EtcdClient,
     layout: StorageLayout,
+    kube_version: KubeVersion,
+    unknown_fields: Option<ObserverSlot>,
     storage_media_type: Option<MediaType>,
     prefix: String,
     request_timeout: Option<Duration>,
@@ -365,6 +402,12 @@ impl ApiStore {
         self.layout
     }
 
+    /// The kube minor whose layout and protobuf schema the stores use
+    /// ([`ApiStoreBuilder::kube_version`]).
+    pub fn kube_version(&self) -> KubeVersion {
+        self.kube_version
+    }
+
     /// Where and how a resource is stored (group-resource string such as `pods`,
     /// `deployments.apps` or `widgets.example.com`): its key prefix, and its encoding
     /// after any [`ApiStoreBuilder::storage_media_type`] override.
@@ -391,6 +434,22 @@ impl ApiStore {
             request_timeout: self.request_timeout,
             confine_keys: true,
             ..StoreConfig::default()
+        }
+    }
+
+    /// The codec a store of `resource` uses: reads JSON or protobuf (with the kube
+    /// version's schema), writes as kube-apiserver writes the resource (or the
+    /// storage media type set on the builder), and tells the builder's
+    /// unknown-fields observer of partial reads.
+    pub fn codec<T>(&self, resource: &str) -> StorageCodec<T> {
+        let media_type = match self.resource_layout(resource).encoding {
+            StorageEncoding::Protobuf => MediaType::Protobuf,
+            StorageEncoding::Json => MediaType::Json,
+        };
+        let codec = StorageCodec::for_kube(media_type, self.kube_version);
+        match &self.unknown_fields {
+            Some(ObserverSlot(observer)) => codec.observe_unknown_fields(observer.clone()),
+            None => codec,
         }
     }
 
@@ -457,11 +516,7 @@ impl ApiStore {
     where
         T: ApiObject + Clone + Default + Send + Sync + Serialize + DeserializeOwned + 'static,
     {
-        let media_type = match self.resource_layout(resource).encoding {
-            StorageEncoding::Protobuf => MediaType::Protobuf,
-            StorageEncoding::Json => MediaType::Json,
-        };
-        let codec: Arc<dyn Codec<T>> = Arc::new(StorageCodec::<T>::new(media_type));
+        let codec: Arc<dyn Codec<T>> = Arc::new(self.codec::<T>(resource));
         let store = Etcd3Store::with_parts(
             self.client.clone(),
             self.store_config(resource),

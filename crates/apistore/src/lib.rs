@@ -44,9 +44,16 @@
 //! - `k8s-openapi`: store k8s-openapi types directly, e.g.
 //!   `api.store::<k8s_openapi::api::core::v1::ConfigMap>("configmaps")`. Your
 //!   application picks the k8s-openapi version feature. apistore builds against
-//!   k8s-openapi 0.29, whose features are `v1_33` to `v1_37` (`earliest`, `latest`); the
-//!   protobuf codec is generated from Kubernetes 1.31 types, and the fields those later
-//!   versions added are refused on protobuf writes (a JSON write keeps them).
+//!   k8s-openapi 0.29, whose features are `v1_33` to `v1_37` (`earliest`, `latest`).
+//!
+//! # Kube versions
+//!
+//! The layout and the protobuf schema are those of one kube minor, 1.31 to 1.37
+//! ([`ApiStoreBuilder::kube_version`], default [`KubeVersion::LATEST`]), each generated
+//! from that minor's own Go packages. A value holding fields the chosen minor does not
+//! know (a newer kube wrote it) reads without them, and an update carries them over
+//! into the bytes it writes, or is refused naming them: nothing is dropped silently.
+//! [`KubeProtobuf::unknown_fields`] says what a read could not show.
 //!
 //! Encryption, metrics, tracing, compaction and TLS are always built; each is off until
 //! configured.
@@ -77,7 +84,10 @@ pub use apistore_memory::{
     Clock, KvConfig, ManualClock, MemoryKv, MemoryStore, MemoryStoreConfig, SystemClock,
 };
 #[doc(inline)]
-pub use apistore_protobuf::{KubeProtobuf, MediaType, ProtobufError, StorageCodec};
+pub use apistore_protobuf::{
+    KubeProtobuf, MediaType, PartialRead, ProtobufError, StorageCodec, UnknownField,
+    UnknownFieldsObserver,
+};
 #[doc(inline)]
 pub use apistore_storage::*;
 

@@ -38,7 +38,7 @@ use std::sync::Arc;
 use apistore_layout::{ResourceLayout, StorageEncoding, StorageLayout};
 use apistore_memory::{KvConfig, MemoryKv, MemoryStore, MemoryStoreConfig};
 use apistore_protobuf::{MediaType, StorageCodec};
-use apistore_storage::{ApiObject, Codec, DynamicObject};
+use apistore_storage::{ApiObject, Codec, DynamicObject, KubeVersion};
 use apistore_value::config::EncryptionConfig;
 use apistore_value::{IdentityTransformer, Transformer};
 use serde::Serialize;
@@ -60,6 +60,7 @@ impl ApiStore {
 pub struct MemoryApiStore {
     kv: MemoryKv,
     layout: StorageLayout,
+    kube_version: KubeVersion,
     prefix: String,
     storage_media_type: Option<MediaType>,
     encryption: Option<Arc<EncryptionConfig>>,
@@ -71,11 +72,20 @@ impl MemoryApiStore {
     pub fn new(kv: MemoryKv) -> Self {
         Self {
             kv,
-            layout: StorageLayout::kube_1_31(),
+            layout: StorageLayout::for_kube(KubeVersion::LATEST),
+            kube_version: KubeVersion::LATEST,
             prefix: "/registry".to_owned(),
             storage_media_type: None,
             encryption: None,
         }
+    }
+
+    /// The kube minor whose layout and protobuf schema the stores use (builder style;
+    /// default the newest known), as [`ApiStoreBuilder::kube_version`](crate::ApiStoreBuilder::kube_version).
+    pub fn kube_version(mut self, version: KubeVersion) -> Self {
+        self.kube_version = version;
+        self.layout = StorageLayout::for_kube(version);
+        self
     }
 
     /// The prefix every key is stored under (builder style; default `/registry`).
@@ -151,7 +161,8 @@ impl MemoryApiStore {
             StorageEncoding::Protobuf => MediaType::Protobuf,
             StorageEncoding::Json => MediaType::Json,
         };
-        let codec: Arc<dyn Codec<T>> = Arc::new(StorageCodec::<T>::new(media_type));
+        let codec: Arc<dyn Codec<T>> =
+            Arc::new(StorageCodec::<T>::for_kube(media_type, self.kube_version));
         MemoryStore::with_parts(
             self.kv.clone(),
             self.store_config(resource),

@@ -3,10 +3,12 @@
 //! key belongs to, and the unconfined store `keys` reads with. The object types the
 //! stores hold are `object.rs`'s.
 
+use std::collections::HashSet;
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use apistore::layers::etcd3::Etcd3Store;
-use apistore::{ApiStore, DynamicObject};
+use apistore::{ApiStore, DynamicObject, KubeVersion};
 
 use crate::args::GlobalArgs;
 use crate::error::CliError;
@@ -26,6 +28,18 @@ pub(super) async fn connect(
     if let Some(path) = &global.encryption_config {
         builder = builder.encryption_config_file(path);
     }
+    let kube_version = match &global.kube_version {
+        Some(text) => text
+            .parse::<KubeVersion>()
+            .map_err(|e| CliError::FlagValue {
+                flag: "--kube-version",
+                message: e.to_string(),
+            })?,
+        None => KubeVersion::LATEST,
+    };
+    builder = builder
+        .kube_version(kube_version)
+        .observe_unknown_fields(warn_partial_reads(kube_version));
     if let Some(media_type) = &global.storage_media_type {
         let media_type =
             media_type
@@ -69,6 +83,45 @@ pub(super) async fn connect(
     let api = builder.build().await.map_err(CliError::Connect)?;
     crate::kms::warn_unhealthy(&api);
     Ok(api)
+}
+
+/// An observer that names on stderr, once per object, every value read without some
+/// of its fields: what the output does not show, and that updates keep it.
+fn warn_partial_reads(version: KubeVersion) -> apistore::UnknownFieldsObserver {
+    let warned: Mutex<HashSet<String>> = Mutex::default();
+    Arc::new(move |read: &apistore::PartialRead| {
+        let object = read.object();
+        let first = warned
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .insert(object.clone());
+        if first {
+            eprintln!("warning: {}", partial_read_message(version, read));
+        }
+    })
+}
+
+/// The warning for a value read without some of its fields.
+pub(crate) fn partial_read_message(version: KubeVersion, read: &apistore::PartialRead) -> String {
+    let fields = read
+        .fields
+        .iter()
+        .map(|f| format!("{} (from {})", f.display_path(), f.origin()))
+        .collect::<Vec<_>>()
+        .join(", ");
+    let shows = read
+        .fields
+        .iter()
+        .filter_map(|f| f.known_from.as_ref().map(|(v, _)| *v))
+        .max();
+    let fix = match shows {
+        Some(v) => format!("; --kube-version {v} shows them"),
+        None => String::new(),
+    };
+    format!(
+        "{} holds fields the kube {version} schema does not know, not shown here: {fields}; updates keep them{fix}",
+        read.object()
+    )
 }
 
 /// The resource a key belongs to, as kube-apiserver's storage layout places it
