@@ -246,9 +246,8 @@ impl StorageLayout {
 impl StorageLayout {
     /// kube-apiserver's layout of one kube minor, with its default storage media type.
     pub fn for_kube(version: apistore_storage::KubeVersion) -> Self {
-        // Until every minor's table is generated, the 1.31 table stands in.
-        let _ = version;
-        Self::kube_1_31()
+        // Every minor KubeVersion names has a generated table (a test checks it).
+        Self::for_kube_minor(version.minor()).unwrap_or_else(Self::kube_1_31)
     }
 }
 

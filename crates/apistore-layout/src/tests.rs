@@ -416,3 +416,20 @@ fn storage_versions_move_from_minor_to_minor_as_data_go_says() {
         }
     }
 }
+
+#[test]
+fn every_kube_version_has_its_own_layout() {
+    use apistore_storage::KubeVersion;
+    for &version in KubeVersion::ALL {
+        let by_version = StorageLayout::for_kube(version);
+        let by_minor = StorageLayout::for_kube_minor(version.minor()).unwrap();
+        assert!(std::ptr::eq(by_version.rows, by_minor.rows), "{version}");
+    }
+    let device_classes = StorageLayout::for_kube(KubeVersion::V1_37)
+        .built_in(&GroupResource::new("resource.k8s.io", "deviceclasses"))
+        .unwrap();
+    assert_eq!(
+        device_classes.built_in.unwrap().api_version,
+        "resource.k8s.io/v1"
+    );
+}
