@@ -398,8 +398,11 @@ async fn api_store(endpoint: &str, encryption: Option<&Path>, media_type: &str) 
         "protobuf" => MediaType::Protobuf,
         other => panic!("unknown media type {other}"),
     };
+    // The reference harness is k8s.io/apiserver v0.31.1: compare with kube 1.31's
+    // layout and schema (its JSON writes `creationTimestamp: null`, 1.34+'s leaves it out).
     let mut builder = ApiStore::builder()
         .endpoints([endpoint.to_owned()])
+        .kube_version(apistore::KubeVersion::V1_31)
         .storage_media_type(media_type);
     if let Some(path) = encryption {
         builder = builder.encryption_config_file(path);
