@@ -99,13 +99,23 @@ where
         self.inner.take_storage_reads()
     }
 
-    /// Compacts the backend, then, as kube's cacher tests do (`compactStorage`), lets
-    /// the cache reach that revision and forget the events before it.
+    /// kube's cacher tests' `compactStorage`, in its order: the cache first reaches
+    /// the revision and forgets the events up to it, and only then is the backend
+    /// compacted.
+    ///
+    /// The other order races the cache's own watch of the backend. A change the watch
+    /// has not read yet when the compaction lands loses its previous value to it, and
+    /// a modification or deletion without one is an error event (kube's `PrevKv=nil`),
+    /// on which the cache lists again; until it has, it answers 429 "storage is
+    /// (re)initializing". On a busy machine the watch is often that far behind.
     async fn compact(&self, resource_version: &str) {
-        self.inner.compact(resource_version).await;
         let rv: u64 = resource_version.parse().unwrap();
-        self.cacher.wait_until_fresh(rv).await.unwrap();
+        self.cacher
+            .wait_until_fresh(rv)
+            .await
+            .unwrap_or_else(|err| panic!("the cache did not reach {rv} to compact: {err}"));
         self.cacher.forget_events_through(rv);
+        self.inner.compact(resource_version).await;
     }
 
     fn create_on_read(&self, next: Option<PodFactory>) -> bool {
