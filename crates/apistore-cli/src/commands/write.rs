@@ -26,8 +26,9 @@ pub(super) async fn create(
 ) -> Result<(), CliError> {
     let format = global.format();
     let mut object = read_object(file)?;
-    check_object(key, &mut object)?;
-    let store = api.dynamic_store(&resource_of(api, global, key)?);
+    let resource = resource_of(api, global, key)?;
+    check_object(key, &api.resource_layout(&resource).key_prefix, &mut object)?;
+    let store = api.dynamic_store(&resource);
     if dry_run {
         if let Some(entry) = store.raw_get(key, 0).await? {
             return Err(StorageError::KeyExists {
@@ -53,8 +54,13 @@ pub(super) async fn update(
 ) -> Result<(), CliError> {
     let format = global.format();
     let mut desired = read_object(file)?;
-    check_object(key, &mut desired)?;
-    let store = api.dynamic_store(&resource_of(api, global, key)?);
+    let resource = resource_of(api, global, key)?;
+    check_object(
+        key,
+        &api.resource_layout(&resource).key_prefix,
+        &mut desired,
+    )?;
+    let store = api.dynamic_store(&resource);
     let etcd_key = store.prepare_key(key)?;
     let wanted_rv = desired.metadata.resource_version.clone();
     let preconditions = preconditions_of(preconditions);
@@ -141,8 +147,10 @@ fn file_rv_conflict(etcd_key: String, wanted_rv: &str, current: &DynamicObject) 
 
 /// What kube's registry checks of an object before it is written: apiVersion and kind
 /// are set, and the name and namespace are the key's (an empty namespace is taken from
-/// a namespaced key, as kube takes it from the request).
-fn check_object(key: &str, object: &mut DynamicObject) -> Result<(), CliError> {
+/// a namespaced key, as kube takes it from the request). `key_prefix` is the resource's
+/// (`pods`, `apiextensions.k8s.io/customresourcedefinitions`): what follows it is
+/// `<namespace>/<name>` or `<name>`.
+fn check_object(key: &str, key_prefix: &str, object: &mut DynamicObject) -> Result<(), CliError> {
     let mut missing = Vec::new();
     if object.api_version.is_empty() {
         missing.push("apiVersion");
@@ -164,8 +172,7 @@ fn check_object(key: &str, object: &mut DynamicObject) -> Result<(), CliError> {
             object.metadata.name
         )));
     }
-    let key_namespace = (segments.len() >= 3).then(|| segments[segments.len() - 2]);
-    match key_namespace {
+    match key_namespace(key, key_prefix) {
         Some(namespace) if object.metadata.namespace.is_empty() => {
             namespace.clone_into(&mut object.metadata.namespace);
         }
@@ -184,6 +191,26 @@ fn check_object(key: &str, object: &mut DynamicObject) -> Result<(), CliError> {
         _ => {}
     }
     Ok(())
+}
+
+/// The namespace a key names: the segment between the resource's key prefix and the
+/// name (`pods/default/p1`: `default`), none for a cluster-scoped key, whose prefix may
+/// have several segments itself
+/// (`apiextensions.k8s.io/customresourcedefinitions/widgets.example.com`). A key outside
+/// the prefix (refused by the store later) is read as `.../<namespace>/<name>` when it
+/// has three segments or more.
+fn key_namespace<'k>(key: &'k str, key_prefix: &str) -> Option<&'k str> {
+    let key = key.trim_matches('/');
+    let under_prefix = key
+        .strip_prefix(key_prefix.trim_matches('/'))
+        .and_then(|rest| rest.strip_prefix('/'));
+    match under_prefix {
+        Some(rest) => rest.split_once('/').map(|(namespace, _)| namespace),
+        None => {
+            let segments: Vec<&str> = key.split('/').collect();
+            (segments.len() >= 3).then(|| segments[segments.len() - 2])
+        }
+    }
 }
 
 /// The preconditions against the stored object, for a dry run (the store checks them on
@@ -252,4 +279,63 @@ fn read_object(path: &Path) -> Result<DynamicObject, CliError> {
         path: path.to_owned(),
         message: e.to_string(),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_namespace_follows_the_resource_key_prefix() {
+        assert_eq!(key_namespace("pods/default/p1", "pods"), Some("default"));
+        assert_eq!(
+            key_namespace("services/specs/default/s1", "services/specs"),
+            Some("default")
+        );
+        assert_eq!(key_namespace("namespaces/default", "namespaces"), None);
+        // Cluster-scoped resources under a prefix of two segments: no namespace (kube
+        // served a CRD updated through such a key with metadata.namespace set).
+        assert_eq!(
+            key_namespace(
+                "apiextensions.k8s.io/customresourcedefinitions/widgets.example.com",
+                "apiextensions.k8s.io/customresourcedefinitions"
+            ),
+            None
+        );
+        assert_eq!(
+            key_namespace(
+                "apiregistration.k8s.io/apiservices/v1.apps",
+                "apiregistration.k8s.io/apiservices"
+            ),
+            None
+        );
+        assert_eq!(
+            key_namespace("example.com/widgets/ns1/w1", "example.com/widgets"),
+            Some("ns1")
+        );
+        assert_eq!(
+            key_namespace("example.com/gadgets/g1", "example.com/gadgets"),
+            None
+        );
+        // Outside the prefix: the segment before the name.
+        assert_eq!(key_namespace("a/b/c", "x"), Some("b"));
+        assert_eq!(key_namespace("a/b", "x"), None);
+    }
+
+    #[test]
+    fn a_cluster_scoped_object_under_a_two_segment_prefix_keeps_no_namespace() {
+        let mut crd: DynamicObject = serde_json::from_value(serde_json::json!({
+            "apiVersion": "apiextensions.k8s.io/v1",
+            "kind": "CustomResourceDefinition",
+            "metadata": {"name": "widgets.example.com"}
+        }))
+        .unwrap();
+        check_object(
+            "apiextensions.k8s.io/customresourcedefinitions/widgets.example.com",
+            "apiextensions.k8s.io/customresourcedefinitions",
+            &mut crd,
+        )
+        .unwrap();
+        assert_eq!(crd.metadata.namespace, "");
+    }
 }
