@@ -24,7 +24,10 @@ commands:
                                 (apistore-interop) against each etcd version given (all
                                 three by default), and on 3.5 and 3.6 also the etcd3
                                 backend's and the fixture's suites (apistore-etcd3,
-                                apistore-testing)
+                                apistore-testing); then, once, on etcd 3.6, the tests
+                                against kube-apiserver 1.37 and 1.31 themselves,
+                                built from the Go module proxy the first time (about
+                                20 min) and cached in ~/.cache/apistore/
   demo [-- <demo args>]         run the demo example (crates/apistore/examples/demo.rs)
                                 against a fresh etcd
   bench [--quick]               run the benchmarks (crates/apistore-bench) in release

@@ -11,6 +11,7 @@ mod error;
 mod etcd_versions;
 mod generated;
 mod go;
+mod kube_apiserver;
 mod provision;
 mod run;
 mod test_build;
@@ -29,6 +30,7 @@ use crate::cli::USAGE;
 use crate::error::{Result, XtaskError};
 use crate::etcd_versions::EtcdVersion;
 use crate::go::Go;
+use crate::kube_apiserver::KubeApiServers;
 use crate::run::run_step;
 use crate::test_build::{SELECTION, WorkspaceBuild, run_all};
 
@@ -234,10 +236,17 @@ fn interop(root: &Path, versions: &[EtcdVersion]) -> Result<()> {
         let binary = etcd_versions::provision_etcd(root, version, Some(&go))?;
         etcds.push((version, binary));
     }
+    // kube-apiserver for the tests against a real API server: built from the Go module
+    // proxy once, then cached outside target/ (xtask/src/kube_apiserver.rs).
+    let mut kube_apiservers = KubeApiServers::provision(root, &go);
     // One build of every test binary, the same `cargo xtask test` makes, so that
     // running it first costs nothing here.
     let build = WorkspaceBuild::build(cargo_command(&cargo, root, &protoc))?;
     let mut report = Report::default();
+    for (label, took, error) in kube_apiservers.failures.drain(..) {
+        eprintln!("xtask: {error}");
+        report.record(label, took, false);
+    }
     check_generated(root, &go, &build, &mut report);
     // Without the harness the differential tests cannot run; the other suites can.
     let started = Instant::now();
@@ -274,7 +283,14 @@ fn interop(root: &Path, versions: &[EtcdVersion]) -> Result<()> {
             report.outcome(
                 format!("differential tests ({INTEROP_PACKAGE}) on {release}"),
                 started,
-                run_all(build.tests_of(&[INTEROP_PACKAGE]), &env, &[]),
+                // Not the tests against kube-apiserver: they run once, below.
+                run_all(
+                    build
+                        .tests_of(&[INTEROP_PACKAGE])
+                        .filter(|binary| binary.target != kube_apiserver::TEST_TARGET),
+                    &env,
+                    &[],
+                ),
             );
         }
         if *version != EtcdVersion::V3_4 {
@@ -291,6 +307,17 @@ fn interop(root: &Path, versions: &[EtcdVersion]) -> Result<()> {
         }
         stop_etcd();
     }
+    // kube-apiserver 1.37 and 1.31, each on an etcd 3.6 of its own the tests start.
+    let started = Instant::now();
+    report.outcome(
+        format!(
+            "differential tests against kube-apiserver 1.37 and 1.31 ({INTEROP_PACKAGE} {}) \
+             on etcd 3.6",
+            kube_apiserver::TEST_TARGET
+        ),
+        started,
+        kube_apiservers.run_tests(root, &go, &build, INTEROP_PACKAGE, &etcds),
+    );
     report.finish("interop")
 }
 

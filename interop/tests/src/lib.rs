@@ -10,6 +10,7 @@
 //! The harness binary comes from `APISTORE_REFERENCE_BIN` (`cargo xtask interop` builds
 //! it and sets it); without it the tests fail, saying so, rather than skip.
 
+pub mod kube_apiserver;
 mod reference;
 
 use std::path::{Path, PathBuf};
