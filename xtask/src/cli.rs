@@ -1,5 +1,6 @@
 //! The command line: `cargo xtask test [--etcd V] | interop [--etcd V]... | demo |
-//! bench [--quick] | soak | help`.
+//! bench [--quick] | soak | soak-tests [--runs N] [--package P]... [--test T]... [--no-load]
+//! | help`.
 //!
 //! Hand-rolled: a few subcommands do not need an argument-parsing dependency.
 
@@ -35,6 +36,17 @@ commands:
                                 member restarted midway, then check every write and
                                 watch (crates/apistore-etcd3/examples/soak.rs, release;
                                 args: --seconds N, --tasks N)
+  soak-tests [--runs N] [--package P]... [--test T]... [--no-load]
+                                the build `test` makes, then every test binary (all
+                                but apistore-interop's, or those of the packages
+                                given, or those with the target names given) run N
+                                times (default 10), each round against a
+                                fresh etcd as `test` runs them, while one busy loop per
+                                core loads the machine (threads of xtask, ended when it
+                                ends, after 3 hours at most; --no-load: none); a run
+                                over 15 minutes is killed and failed. Prints runs and
+                                failures per binary and `N passed, M failed` (runs);
+                                failed runs' output stays in target/soak-tests/
   help                          print this
 
 Each command provisions what it needs first: protoc (vendored, copied to
@@ -61,6 +73,15 @@ pub(crate) enum Command {
     Bench { quick: bool },
     /// The soak; the arguments go to it.
     Soak { soak_args: Vec<String> },
+    /// Every test binary (of these packages and with these target names; none: all
+    /// but the differential tests') run `runs` times, the machine loaded unless `load`
+    /// is false.
+    SoakTests {
+        runs: u32,
+        packages: Vec<String>,
+        tests: Vec<String>,
+        load: bool,
+    },
     /// Print [`USAGE`].
     Help,
 }
@@ -115,10 +136,63 @@ impl Command {
             "soak" => Ok(Self::Soak {
                 soak_args: after_double_dash("soak", rest)?,
             }),
+            "soak-tests" => soak_tests(rest),
             "help" | "-h" | "--help" => Ok(Self::Help),
             other => Err(format!("unknown command `{other}`")),
         }
     }
+}
+
+/// The default number of runs of each test binary in `soak-tests`.
+pub(crate) const DEFAULT_SOAK_RUNS: u32 = 10;
+
+/// `soak-tests [--runs N] [--package P]... [--test T]... [--no-load]`, the flags in any
+/// order (`-p P`, `--runs=N`, `--package=P` and `--test=T` too).
+fn soak_tests(mut rest: &[String]) -> Result<Command, String> {
+    let mut runs = DEFAULT_SOAK_RUNS;
+    let mut packages = Vec::new();
+    let mut tests = Vec::new();
+    let mut load = true;
+    while let Some((flag, after)) = rest.split_first() {
+        let (name, inline) = match flag.split_once('=') {
+            Some((name, value)) if name.starts_with("--") => (name, Some(value)),
+            _ => (flag.as_str(), None),
+        };
+        if name == "--no-load" && inline.is_none() {
+            load = false;
+            rest = after;
+            continue;
+        }
+        if !matches!(name, "--runs" | "--package" | "-p" | "--test") {
+            return Err(format!(
+                "`soak-tests` takes --runs N, --package P and --test T (both repeatable) \
+                 and --no-load, not `{flag}`"
+            ));
+        }
+        let (value, after) = match (inline, after.split_first()) {
+            (Some(value), _) => (value, after),
+            (None, Some((value, after))) => (value.as_str(), after),
+            (None, None) => return Err(format!("`soak-tests {name}` needs a value")),
+        };
+        if name == "--runs" {
+            runs = value
+                .parse()
+                .ok()
+                .filter(|runs| *runs > 0)
+                .ok_or_else(|| format!("`soak-tests --runs {value}`: give a number above 0"))?;
+        } else if name == "--test" {
+            tests.push(value.to_owned());
+        } else {
+            packages.push(value.to_owned());
+        }
+        rest = after;
+    }
+    Ok(Command::SoakTests {
+        runs,
+        packages,
+        tests,
+        load,
+    })
 }
 
 /// The leading `--etcd V` (or `--etcd=V`) flags, and the arguments after them.
@@ -237,6 +311,35 @@ mod tests {
             })
         );
         assert_eq!(parse(&["--help"]), Ok(Command::Help));
+        assert_eq!(
+            parse(&["soak-tests"]),
+            Ok(Command::SoakTests {
+                runs: DEFAULT_SOAK_RUNS,
+                packages: vec![],
+                tests: vec![],
+                load: true
+            })
+        );
+        assert_eq!(
+            parse(&[
+                "soak-tests",
+                "--package",
+                "a",
+                "--runs=3",
+                "-p",
+                "b",
+                "--no-load",
+                "--test",
+                "t",
+                "--package=c"
+            ]),
+            Ok(Command::SoakTests {
+                runs: 3,
+                packages: vec!["a".into(), "b".into(), "c".into()],
+                tests: vec!["t".into()],
+                load: false
+            })
+        );
     }
 
     #[test]
@@ -263,6 +366,14 @@ mod tests {
             parse(&["soak", "--seconds", "10"])
                 .unwrap_err()
                 .contains("--")
+        );
+        assert!(parse(&["soak-tests", "--runs", "0"]).is_err());
+        assert!(parse(&["soak-tests", "--runs", "x"]).is_err());
+        assert!(parse(&["soak-tests", "--runs"]).is_err());
+        assert!(
+            parse(&["soak-tests", "--bins", "x"])
+                .unwrap_err()
+                .contains("--bins")
         );
     }
 

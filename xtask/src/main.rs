@@ -1,4 +1,5 @@
-//! Developer commands: `cargo xtask test | interop | demo | bench [--quick] | soak`.
+//! Developer commands: `cargo xtask test | interop | demo | bench [--quick] | soak |
+//! soak-tests`.
 //!
 //! Each command provisions what it needs (protoc, an etcd binary of the version asked
 //! for, Go programs for `interop`), starts a real etcd on a free loopback port in a
@@ -14,6 +15,7 @@ mod go;
 mod kube_apiserver;
 mod provision;
 mod run;
+mod soak_tests;
 mod test_build;
 
 use std::env;
@@ -32,7 +34,8 @@ use crate::etcd_versions::EtcdVersion;
 use crate::go::Go;
 use crate::kube_apiserver::KubeApiServers;
 use crate::run::run_step;
-use crate::test_build::{SELECTION, WorkspaceBuild, run_all};
+use crate::soak_tests::{HOG_LIMIT, Hogs, Tally};
+use crate::test_build::{Binary, SELECTION, WorkspaceBuild, run_all};
 
 /// The etcd this command started, where the Ctrl-C handler can reach it.
 static ETCD: Mutex<Option<EtcdServer>> = Mutex::new(None);
@@ -131,6 +134,12 @@ fn run(command: cli::Command) -> Result<()> {
         cli::Command::Demo { demo_args } => demo(&root, &demo_args),
         cli::Command::Bench { quick } => bench(&root, quick),
         cli::Command::Soak { soak_args } => soak(&root, &soak_args),
+        cli::Command::SoakTests {
+            runs,
+            packages,
+            tests,
+            load,
+        } => soak_tests(&root, runs, &packages, &tests, load),
         cli::Command::Help => Ok(()),
     }
 }
@@ -527,6 +536,98 @@ fn soak(root: &Path, soak_args: &[String]) -> Result<()> {
         soak.arg("--").args(soak_args);
     }
     run_step(&mut soak)
+}
+
+/// `cargo xtask soak-tests`: the build `cargo xtask test` makes, then each of its test
+/// binaries (all but the differential tests', or those of `packages` and with the
+/// target names in `tests`) run `runs` times,
+/// round after round, each round against a fresh etcd as `cargo xtask test` provides,
+/// with one busy loop per core running throughout (unless `load` is false). Every run
+/// runs, failed or not; the end is a table of runs and failures per binary and
+/// `N passed, M failed` counting runs.
+fn soak_tests(
+    root: &Path,
+    runs: u32,
+    packages: &[String],
+    tests: &[String],
+    load: bool,
+) -> Result<()> {
+    let cargo = cargo();
+    let protoc = provision::protoc(root)?;
+    let etcd_bin = provision::etcd()?;
+    let build = WorkspaceBuild::build(cargo_command(&cargo, root, &protoc))?;
+    let names: Vec<&str> = packages.iter().map(String::as_str).collect();
+    let binaries: Vec<&Binary> = if names.is_empty() {
+        build.tests_except(&[INTEROP_PACKAGE]).collect()
+    } else {
+        let missing: Vec<String> = names
+            .iter()
+            .filter(|name| build.tests_of(&[**name]).next().is_none())
+            .map(|name| format!("package `{name}` has no test binaries in the workspace"))
+            .collect();
+        if !missing.is_empty() {
+            return Err(XtaskError::StepsFailed(missing));
+        }
+        build.tests_of(&names).collect()
+    };
+    let binaries: Vec<&Binary> = binaries
+        .into_iter()
+        .filter(|binary| tests.is_empty() || tests.contains(&binary.target))
+        .collect();
+    if binaries.is_empty() {
+        return Err(XtaskError::StepsFailed(vec![format!(
+            "no test binary is called {}",
+            tests.join(" or ")
+        )]));
+    }
+    let log_dir = root.join(soak_tests::LOG_DIR);
+    // Dropped on every way out of this function (and gone with the process on Ctrl-C).
+    let hogs = load.then(|| Hogs::start(HOG_LIMIT));
+    let load_line = hogs.as_ref().map_or_else(
+        || "no load".to_owned(),
+        |hogs| format!("{} busy loops", hogs.count()),
+    );
+    println!(
+        "xtask: soak-tests: {} test binaries, {runs} runs each, {load_line}",
+        binaries.len()
+    );
+    let mut tally = Tally::new(binaries.iter().copied());
+    let started = Instant::now();
+    for round in 1..=runs {
+        println!("\nxtask: soak-tests round {round} of {runs}");
+        let endpoint = start_etcd(&etcd_bin)?;
+        let etcd_env = [
+            (ETCD_ENDPOINTS_ENV, OsStr::new(&endpoint)),
+            (ETCD_BIN_ENV, etcd_bin.as_os_str()),
+        ];
+        for (index, binary) in binaries.iter().enumerate() {
+            let (outcome, took) = soak_tests::run_once(binary, &etcd_env, &log_dir, round)?;
+            let verdict = match &outcome {
+                soak_tests::Outcome::Passed => "ok",
+                soak_tests::Outcome::Failed(_) => "FAILED",
+            };
+            println!(
+                "  {verdict:6} {:>6.1} s  {} ({})",
+                took.as_secs_f64(),
+                binary.target,
+                binary.package
+            );
+            tally.record(index, outcome, took);
+        }
+        stop_etcd();
+    }
+    drop(hogs);
+    println!(
+        "\nxtask: soak-tests summary ({runs} runs of each binary, {load_line}, {:.0} s):\n{}",
+        started.elapsed().as_secs_f64(),
+        tally.summary()
+    );
+    let failures = tally.failures();
+    if failures.is_empty() {
+        Ok(())
+    } else {
+        Err(XtaskError::StepsFailed(failures))
+    }
 }
 
 /// Whether `package` is a member of the workspace, as `cargo metadata` says.
