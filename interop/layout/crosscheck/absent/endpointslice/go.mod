@@ -1,0 +1,5 @@
+// Stands in for k8s.io/endpointslice, which the Go module proxy lacks at some pinned version
+// and kube-apiserver never imports.
+module k8s.io/endpointslice
+
+go 1.22
