@@ -102,7 +102,7 @@ func (h *harness) handle(req request) response {
 		return h.update(ctx, req, name)
 	case "delete":
 		out := h.newObject()
-		err := h.store.Delete(ctx, req.Key, out, req.Preconditions.storage(), storage.ValidateAllObjectFunc, nil)
+		err := deleteObject(ctx, h.store, req.Key, out, req.Preconditions.storage())
 		if err != nil {
 			return failure(storeerr.InterpretDeleteError(err, h.groupResource, name))
 		}
@@ -112,7 +112,7 @@ func (h *harness) handle(req request) response {
 	case "watch":
 		return h.watch(ctx, req, name)
 	case "count":
-		n, err := h.store.Count(req.Key)
+		n, err := countObjects(ctx, h.store, req.Key)
 		if err != nil {
 			return failure(storeerr.InterpretListError(err, h.groupResource))
 		}

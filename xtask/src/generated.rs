@@ -16,8 +16,11 @@ use crate::go::Go;
 use crate::provision;
 use crate::run::run_step;
 
-/// The committed schema, relative to the workspace root.
-const SCHEMA: &str = "crates/apistore-protobuf/schema/k8s-1.31.json";
+/// The committed schemas, one per kube minor, relative to the workspace root.
+const SCHEMA_DIR: &str = "crates/apistore-protobuf/schema";
+/// The kube minors with a schema (`k8s-1.<minor>.json`, made with
+/// `interop/schema/go-1.<minor>.mod`).
+const SCHEMA_MINORS: [u32; 7] = [31, 32, 33, 34, 35, 36, 37];
 /// The committed golden fixtures, relative to the workspace root.
 const GOLDEN: &str = "crates/apistore-protobuf/tests/golden";
 /// How the committed fixtures were made (interop/golden/README.md).
@@ -38,31 +41,50 @@ fn scratch(root: &Path, name: &str) -> Result<PathBuf> {
     Ok(dir)
 }
 
-/// Builds one of the generator programs into target/tools.
-fn build(root: &Path, go: &Go, module: &str, binary: &str) -> Result<PathBuf> {
+/// Builds one of the generator programs into target/tools, with extra `go build`
+/// flags (a `-modfile` choosing the kube minor).
+fn build(root: &Path, go: &Go, module: &str, binary: &str, flags: &[&str]) -> Result<PathBuf> {
     let tools = root.join(provision::TOOLS_DIR);
     fs::create_dir_all(&tools)
         .map_err(|e| XtaskError::io(format!("create {}", tools.display()), e))?;
     let output = tools.join(binary);
-    go.build(&root.join(module), &output, &[], &[])?;
+    go.build(&root.join(module), &output, &[], flags)?;
     Ok(output)
 }
 
-/// The schema generated now equals the committed one.
+/// The schema of every kube minor generated now equals the committed one.
 pub(crate) fn schema_is_current(root: &Path, go: &Go) -> Result<()> {
-    let program = build(root, go, "interop/schema", "apistore-schema")?;
-    let out = scratch(root, "schema")?.join("k8s-1.31.json");
-    run_step(Command::new(&program).arg("-out").arg(&out))?;
-    let generated = read(&out)?;
-    let committed = read(&root.join(SCHEMA))?;
-    if generated == committed {
-        println!("xtask: {SCHEMA} is what interop/schema generates today");
+    let scratch = scratch(root, "schema")?;
+    let mut differ = Vec::new();
+    for minor in SCHEMA_MINORS {
+        let modfile = format!("-modfile=go-1.{minor}.mod");
+        let program = build(
+            root,
+            go,
+            "interop/schema",
+            &format!("apistore-schema-1.{minor}"),
+            &[&modfile],
+        )?;
+        let name = format!("k8s-1.{minor}.json");
+        let out = scratch.join(&name);
+        run_step(Command::new(&program).arg("-out").arg(&out))?;
+        if read(&out)? != read(&root.join(SCHEMA_DIR).join(&name))? {
+            differ.push(name);
+        }
+    }
+    if differ.is_empty() {
+        println!(
+            "xtask: {SCHEMA_DIR}/k8s-1.{{{}..{}}}.json are what interop/schema generates today",
+            SCHEMA_MINORS[0],
+            SCHEMA_MINORS[SCHEMA_MINORS.len() - 1]
+        );
         Ok(())
     } else {
         Err(XtaskError::GeneratedDiffers(format!(
-            "{SCHEMA} differs from what interop/schema generates ({}); regenerate it \
-             (docs/protobuf.md) and review the change",
-            out.display()
+            "{} in {SCHEMA_DIR} differ from what interop/schema generates ({}); regenerate \
+             them (interop/schema/README.md) and review the change",
+            differ.join(", "),
+            scratch.display()
         )))
     }
 }
@@ -70,7 +92,7 @@ pub(crate) fn schema_is_current(root: &Path, go: &Go) -> Result<()> {
 /// The golden fixtures generated now equal the committed ones, file by file; returns
 /// the generator, for the larger set.
 pub(crate) fn golden_is_current(root: &Path, go: &Go) -> Result<PathBuf> {
-    let program = build(root, go, "interop/golden", "apistore-golden")?;
+    let program = build(root, go, "interop/golden", "apistore-golden", &[])?;
     let out = scratch(root, "golden-committed")?;
     run_step(
         Command::new(&program)
