@@ -393,17 +393,31 @@ pub fn event_summaries(events: &[(String, Value)]) -> Vec<(String, Value)> {
         .collect()
 }
 
+/// Environment variable naming the kube version of the reference harness
+/// (`APISTORE_REFERENCE_BIN`): `1.31` (k8s.io/apiserver v0.31.1, the default) or `1.37`.
+pub const REFERENCE_KUBE_VERSION_ENV: &str = "APISTORE_REFERENCE_KUBE_VERSION";
+
+/// The kube version the reference harness is of ([`REFERENCE_KUBE_VERSION_ENV`]).
+pub fn reference_kube_version() -> apistore::KubeVersion {
+    match std::env::var(REFERENCE_KUBE_VERSION_ENV) {
+        Ok(text) => text
+            .parse()
+            .unwrap_or_else(|err| panic!("{REFERENCE_KUBE_VERSION_ENV}: {err}")),
+        Err(_) => apistore::KubeVersion::V1_31,
+    }
+}
+
 async fn api_store(endpoint: &str, encryption: Option<&Path>, media_type: &str) -> ApiStore {
     let media_type = match media_type {
         "json" => MediaType::Json,
         "protobuf" => MediaType::Protobuf,
         other => panic!("unknown media type {other}"),
     };
-    // The reference harness is k8s.io/apiserver v0.31.1: compare with kube 1.31's
-    // layout and schema (its JSON writes `creationTimestamp: null`, 1.34+'s leaves it out).
+    // Compare with the kube version of the reference harness: its layout and schema
+    // (1.31's JSON writes `creationTimestamp: null`, 1.34+'s leaves it out).
     let mut builder = ApiStore::builder()
         .endpoints([endpoint.to_owned()])
-        .kube_version(apistore::KubeVersion::V1_31)
+        .kube_version(reference_kube_version())
         .storage_media_type(media_type);
     if let Some(path) = encryption {
         builder = builder.encryption_config_file(path);
