@@ -1,0 +1,171 @@
+//! The reader against files built page by page: nested and inline buckets, overflow
+//! pages, branch pages, and files broken in the ways the reader must name.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::io::Write;
+
+use super::testfile::{TestBolt, Value, bucket_at, inline_bucket};
+use super::{BoltFile, Bucket};
+use crate::error::SnapshotError;
+
+fn write(bytes: &[u8]) -> tempfile::NamedTempFile {
+    let mut file = tempfile::NamedTempFile::new().unwrap();
+    file.write_all(bytes).unwrap();
+    file
+}
+
+/// Root: bucket "big" (a branch over two leaves, one value on overflow pages) and
+/// bucket "small" (inline, with a nested inline bucket "inner").
+fn sample() -> Vec<u8> {
+    let mut bolt = TestBolt::new(512);
+    let large = vec![7u8; 1500];
+    let left = bolt.leaf(&[(b"a", Value::Plain(b"1")), (b"b", Value::Plain(&large))]);
+    let right = bolt.leaf(&[(b"m", Value::Plain(b"3")), (b"z", Value::Plain(b"4"))]);
+    let big = bolt.branch(&[(b"a", left), (b"m", right)]);
+    let inner = inline_bucket(&[(b"deep", Value::Plain(b"yes"))]);
+    let small = inline_bucket(&[(b"inner", Value::Bucket(inner)), (b"k", Value::Plain(b"v"))]);
+    let root = bolt.leaf(&[
+        (b"big", Value::Bucket(bucket_at(big))),
+        (b"small", Value::Bucket(small)),
+    ]);
+    bolt.finish(root)
+}
+
+#[test]
+fn reads_nested_inline_and_overflowing_buckets() {
+    let file = write(&sample());
+    let bolt = BoltFile::open(file.path()).unwrap();
+    assert_eq!(bolt.meta().txid, 5);
+    assert_eq!(bolt.meta().page, 1);
+    assert_eq!(bolt.meta().page_size, 512);
+    let root = Bucket::root(&bolt);
+    let big = root.bucket(&bolt, b"big").unwrap().unwrap();
+    assert_eq!(&big.get(&bolt, b"a").unwrap().unwrap().value[..], b"1");
+    assert_eq!(big.get(&bolt, b"b").unwrap().unwrap().value.len(), 1500);
+    assert_eq!(&big.get(&bolt, b"z").unwrap().unwrap().value[..], b"4");
+    assert!(big.get(&bolt, b"c").unwrap().is_none());
+    assert!(big.get(&bolt, b"0").unwrap().is_none());
+    let mut keys = Vec::new();
+    big.for_each(&bolt, |entry| {
+        keys.push(entry.key.to_vec());
+        Ok(true)
+    })
+    .unwrap();
+    assert_eq!(
+        keys,
+        [b"a".to_vec(), b"b".to_vec(), b"m".to_vec(), b"z".to_vec()]
+    );
+    let small = root.bucket(&bolt, b"small").unwrap().unwrap();
+    assert_eq!(&small.get(&bolt, b"k").unwrap().unwrap().value[..], b"v");
+    let inner = small.bucket(&bolt, b"inner").unwrap().unwrap();
+    assert_eq!(
+        &inner.get(&bolt, b"deep").unwrap().unwrap().value[..],
+        b"yes"
+    );
+    assert!(root.bucket(&bolt, b"missing").unwrap().is_none());
+    // A plain key is not a bucket.
+    assert!(small.bucket(&bolt, b"k").unwrap().is_none());
+}
+
+#[test]
+fn the_newer_valid_meta_wins_and_a_broken_one_is_skipped() {
+    let mut bytes = sample();
+    // Break meta page 1's checksum: meta 0 (txid 4) is current.
+    bytes[512 + 16 + 56] ^= 0xff;
+    let file = write(&bytes);
+    let bolt = BoltFile::open(file.path()).unwrap();
+    assert_eq!((bolt.meta().page, bolt.meta().txid), (0, 4));
+    // Both broken: corrupt page 0, naming both reasons.
+    bytes[16 + 56] ^= 0xff;
+    let file = write(&bytes);
+    let err = BoltFile::open(file.path()).unwrap_err();
+    assert!(
+        matches!(err, SnapshotError::CorruptPage { page: 0, .. }),
+        "{err}"
+    );
+    assert!(err.to_string().contains("checksum"), "{err}");
+}
+
+#[test]
+fn a_snapshot_hash_is_found_and_checked() {
+    let mut bytes = sample();
+    use sha2::Digest;
+    let hash: [u8; 32] = sha2::Sha256::digest(&bytes).into();
+    bytes.extend_from_slice(&hash);
+    let file = write(&bytes);
+    let bolt = BoltFile::open(file.path()).unwrap();
+    assert!(bolt.has_hash());
+    assert!(bolt.verify_hash().unwrap());
+    let last = bytes.len() - 1;
+    bytes[last] ^= 1;
+    let file = write(&bytes);
+    let err = BoltFile::open(file.path())
+        .unwrap()
+        .verify_hash()
+        .unwrap_err();
+    assert!(matches!(err, SnapshotError::HashMismatch { .. }), "{err}");
+}
+
+#[test]
+fn not_bbolt_and_truncated_files_are_named() {
+    let file = write(b"hello, this is not a database at all, just some text that is long enough to read a meta page from");
+    let err = BoltFile::open(file.path()).unwrap_err();
+    assert!(matches!(err, SnapshotError::NotBbolt { .. }), "{err}");
+    let file = write(b"");
+    assert!(matches!(
+        BoltFile::open(file.path()).unwrap_err(),
+        SnapshotError::NotBbolt { .. }
+    ));
+    let bytes = sample();
+    let file = write(&bytes[..bytes.len() - 512]);
+    let err = BoltFile::open(file.path()).unwrap_err();
+    assert!(matches!(err, SnapshotError::Truncated { .. }), "{err}");
+    let file = write(&bytes[..40]);
+    let err = BoltFile::open(file.path()).unwrap_err();
+    assert!(matches!(err, SnapshotError::Truncated { .. }), "{err}");
+}
+
+#[test]
+fn a_page_cycle_is_an_error_not_a_hang() {
+    let mut bolt = TestBolt::new(512);
+    let leaf = bolt.leaf(&[(b"a", Value::Plain(b"1"))]);
+    // The branch will be page 4: it names itself as its second child.
+    let branch = bolt.branch(&[(b"a", leaf), (b"b", 4)]);
+    assert_eq!(branch, 4);
+    let root = bolt.leaf(&[(b"loop", Value::Bucket(bucket_at(branch)))]);
+    let file = write(&bolt.finish(root));
+    let bolt = BoltFile::open(file.path()).unwrap();
+    let bucket = Bucket::root(&bolt).bucket(&bolt, b"loop").unwrap().unwrap();
+    let err = bucket.for_each(&bolt, |_| Ok(true)).unwrap_err();
+    assert!(err.to_string().contains("cycle"), "{err}");
+    let err = bucket.get(&bolt, b"zzz").unwrap_err();
+    assert!(err.to_string().contains("cycle"), "{err}");
+}
+
+#[test]
+fn bad_elements_and_pages_name_the_page_and_offset() {
+    let bytes = sample();
+    // Page 3 is the left leaf: make its second element point far past the page.
+    let mut broken = bytes.clone();
+    let element = 3 * 512 + 16 + 16;
+    broken[element + 4..element + 8].copy_from_slice(&100_000u32.to_le_bytes());
+    let file = write(&broken);
+    let bolt = BoltFile::open(file.path()).unwrap();
+    let big = Bucket::root(&bolt).bucket(&bolt, b"big").unwrap().unwrap();
+    let err = big.for_each(&bolt, |_| Ok(true)).unwrap_err();
+    match &err {
+        SnapshotError::CorruptPage { page, offset, .. } => {
+            assert_eq!((*page, *offset), (3, element as u64), "{err}");
+        }
+        other => panic!("{other}"),
+    }
+    // A page whose header names another page.
+    let mut broken = bytes;
+    broken[3 * 512] = 9;
+    let file = write(&broken);
+    let bolt = BoltFile::open(file.path()).unwrap();
+    let big = Bucket::root(&bolt).bucket(&bolt, b"big").unwrap().unwrap();
+    let err = big.get(&bolt, b"a").unwrap_err();
+    assert!(err.to_string().contains("says it is page 9"), "{err}");
+}
