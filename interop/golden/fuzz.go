@@ -10,9 +10,9 @@ import (
 	"strconv"
 	"strings"
 
-	fuzz "github.com/google/gofuzz"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apiextensionsv1beta1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1beta1"
+	metafuzzer "k8s.io/apimachinery/pkg/apis/meta/fuzzer"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	runtimeserializer "k8s.io/apimachinery/pkg/runtime/serializer"
 )
@@ -23,9 +23,15 @@ const maxSchemaDepth = 2
 
 var schemaDepth int
 
-func goldenFuzzerFuncs(codecs runtimeserializer.CodecFactory) []interface{} {
-	return []interface{}{
-		func(j *metav1.ManagedFieldsEntry, c fuzz.Continue) {
+// goldenFuzzerFuncs returns the functions below as functions of the Continue type
+// apimachinery's meta fuzzer functions take (see filler.go).
+func goldenFuzzerFuncs(codecs runtimeserializer.CodecFactory) ([]interface{}, error) {
+	c, err := continueType(metafuzzer.Funcs(codecs))
+	if err != nil {
+		return nil, err
+	}
+	return adapt(c, []interface{}{
+		func(j *metav1.ManagedFieldsEntry, c cont) {
 			c.FuzzNoCustom(j)
 			if c.RandBool() {
 				j.FieldsV1 = nil
@@ -34,10 +40,10 @@ func goldenFuzzerFuncs(codecs runtimeserializer.CodecFactory) []interface{} {
 			}
 		},
 
-		func(j *apiextensionsv1.JSON, c fuzz.Continue) {
+		func(j *apiextensionsv1.JSON, c cont) {
 			j.Raw = []byte(randomJSON(c, 0))
 		},
-		func(p *apiextensionsv1.JSONSchemaProps, c fuzz.Continue) {
+		func(p *apiextensionsv1.JSONSchemaProps, c cont) {
 			schemaDepth++
 			defer func() { schemaDepth-- }()
 			if schemaDepth > maxSchemaDepth {
@@ -53,7 +59,7 @@ func goldenFuzzerFuncs(codecs runtimeserializer.CodecFactory) []interface{} {
 			}
 			c.FuzzNoCustom(p)
 		},
-		func(s *apiextensionsv1.JSONSchemaPropsOrBool, c fuzz.Continue) {
+		func(s *apiextensionsv1.JSONSchemaPropsOrBool, c cont) {
 			if c.RandBool() {
 				s.Allows = c.RandBool()
 				s.Schema = nil
@@ -63,7 +69,7 @@ func goldenFuzzerFuncs(codecs runtimeserializer.CodecFactory) []interface{} {
 			s.Schema = &apiextensionsv1.JSONSchemaProps{}
 			c.Fuzz(s.Schema)
 		},
-		func(s *apiextensionsv1.JSONSchemaPropsOrArray, c fuzz.Continue) {
+		func(s *apiextensionsv1.JSONSchemaPropsOrArray, c cont) {
 			if c.RandBool() {
 				s.Schema = &apiextensionsv1.JSONSchemaProps{}
 				c.Fuzz(s.Schema)
@@ -76,7 +82,7 @@ func goldenFuzzerFuncs(codecs runtimeserializer.CodecFactory) []interface{} {
 				c.Fuzz(&s.JSONSchemas[i])
 			}
 		},
-		func(s *apiextensionsv1.JSONSchemaPropsOrStringArray, c fuzz.Continue) {
+		func(s *apiextensionsv1.JSONSchemaPropsOrStringArray, c cont) {
 			if c.RandBool() {
 				s.Schema = &apiextensionsv1.JSONSchemaProps{}
 				c.Fuzz(s.Schema)
@@ -87,10 +93,10 @@ func goldenFuzzerFuncs(codecs runtimeserializer.CodecFactory) []interface{} {
 			s.Property = []string{c.RandString()}
 		},
 
-		func(j *apiextensionsv1beta1.JSON, c fuzz.Continue) {
+		func(j *apiextensionsv1beta1.JSON, c cont) {
 			j.Raw = []byte(randomJSON(c, 0))
 		},
-		func(p *apiextensionsv1beta1.JSONSchemaProps, c fuzz.Continue) {
+		func(p *apiextensionsv1beta1.JSONSchemaProps, c cont) {
 			schemaDepth++
 			defer func() { schemaDepth-- }()
 			if schemaDepth > maxSchemaDepth {
@@ -106,7 +112,7 @@ func goldenFuzzerFuncs(codecs runtimeserializer.CodecFactory) []interface{} {
 			}
 			c.FuzzNoCustom(p)
 		},
-		func(s *apiextensionsv1beta1.JSONSchemaPropsOrBool, c fuzz.Continue) {
+		func(s *apiextensionsv1beta1.JSONSchemaPropsOrBool, c cont) {
 			if c.RandBool() {
 				s.Allows = c.RandBool()
 				s.Schema = nil
@@ -116,7 +122,7 @@ func goldenFuzzerFuncs(codecs runtimeserializer.CodecFactory) []interface{} {
 			s.Schema = &apiextensionsv1beta1.JSONSchemaProps{}
 			c.Fuzz(s.Schema)
 		},
-		func(s *apiextensionsv1beta1.JSONSchemaPropsOrArray, c fuzz.Continue) {
+		func(s *apiextensionsv1beta1.JSONSchemaPropsOrArray, c cont) {
 			if c.RandBool() {
 				s.Schema = &apiextensionsv1beta1.JSONSchemaProps{}
 				c.Fuzz(s.Schema)
@@ -129,7 +135,7 @@ func goldenFuzzerFuncs(codecs runtimeserializer.CodecFactory) []interface{} {
 				c.Fuzz(&s.JSONSchemas[i])
 			}
 		},
-		func(s *apiextensionsv1beta1.JSONSchemaPropsOrStringArray, c fuzz.Continue) {
+		func(s *apiextensionsv1beta1.JSONSchemaPropsOrStringArray, c cont) {
 			if c.RandBool() {
 				s.Schema = &apiextensionsv1beta1.JSONSchemaProps{}
 				c.Fuzz(s.Schema)
@@ -139,14 +145,14 @@ func goldenFuzzerFuncs(codecs runtimeserializer.CodecFactory) []interface{} {
 			s.Schema = nil
 			s.Property = []string{c.RandString()}
 		},
-	}
+	})
 }
 
 // randomJSON returns a JSON value as text. It is not always in the compact form
 // encoding/json writes (it may hold spaces, and characters encoding/json escapes),
 // so that the normalising pass has something to do and the fixtures show what
 // compaction looks like.
-func randomJSON(c fuzz.Continue, depth int) string {
+func randomJSON(c cont, depth int) string {
 	kinds := 7
 	if depth >= 2 {
 		kinds = 5
@@ -181,7 +187,7 @@ func randomJSON(c fuzz.Continue, depth int) string {
 
 // randomFieldsV1 returns a managedFields fieldsV1 document, shaped like the ones
 // the structured-merge-diff library writes.
-func randomFieldsV1(c fuzz.Continue) string {
+func randomFieldsV1(c cont) string {
 	n := 1 + c.Intn(3)
 	parts := make([]string, n)
 	for i := range parts {

@@ -113,7 +113,11 @@ func run(out string, fuzzN int, seed int64, lists bool) error {
 	s := newScheme()
 	codecs := serializer.NewCodecFactory(s)
 	pb := protobuf.NewSerializer(s, s)
-	funcs := fuzzer.MergeFuzzerFuncs(metafuzzer.Funcs, goldenFuzzerFuncs)
+	golden, err := goldenFuzzerFuncs(codecs)
+	if err != nil {
+		return err
+	}
+	funcs := fuzzer.MergeFuzzerFuncs(metafuzzer.Funcs, func(serializer.CodecFactory) []interface{} { return golden })
 	realistic := realisticObjects()
 
 	if err := os.MkdirAll(out, 0o755); err != nil {
@@ -170,13 +174,13 @@ func run(out string, fuzzN int, seed int64, lists bool) error {
 
 		// One fuzzer per kind, seeded from -seed and the kind, so that adding a kind
 		// or raising -fuzz leaves the other cases as they were.
-		f := fuzzer.FuzzerFor(funcs, rand.NewSource(kindSeed(seed, gvk)), codecs)
+		fill := fillWith(fuzzer.FuzzerFor(funcs, rand.NewSource(kindSeed(seed, gvk)), codecs))
 		for attempt := 0; entry.Fuzzed < fuzzN && attempt < 4*fuzzN; attempt++ {
 			obj, err := s.New(gvk)
 			if err != nil {
 				return err
 			}
-			f.Fuzz(obj)
+			fill(obj)
 			c, ok, err := stableCase(s, pb, gvk, obj)
 			if err != nil || !ok {
 				entry.Dropped++

@@ -8,7 +8,9 @@
 //! object bytes never panic, and whenever the JSON path decodes them, the direct path
 //! gives the same value.
 //!
-//! `APISTORE_GOLDEN_DIR` points it at a larger fixture set, as for `golden.rs`.
+//! Every committed set is read with its own minor's schema (`tests/golden` 1.31,
+//! `tests/golden-1.<minor>`); `APISTORE_GOLDEN_DIR` and `APISTORE_GOLDEN_KUBE` point it
+//! at one larger fixture set instead, as for `golden.rs`.
 
 // Tests may unwrap: a panic there is a failed test (helpers outside #[test] too).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
@@ -17,7 +19,7 @@ use std::fmt::Debug;
 use std::path::{Path, PathBuf};
 
 use apistore_protobuf::{KubeProtobuf, MediaType, PROTOBUF_MAGIC, StorageCodec};
-use apistore_storage::{Codec, DynamicObject};
+use apistore_storage::{Codec, DynamicObject, KubeVersion};
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD;
 use proptest::prelude::*;
@@ -39,17 +41,27 @@ struct Case {
     protobuf: String,
 }
 
-fn fixture_dir() -> PathBuf {
-    std::env::var_os("APISTORE_GOLDEN_DIR").map_or_else(
-        || Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/golden"),
-        PathBuf::from,
-    )
+/// The fixture sets to read, each with the minor it was generated for: the committed
+/// ones (the minors `golden.rs` checks), or the one `APISTORE_GOLDEN_DIR` names.
+fn fixture_sets() -> Vec<(KubeVersion, PathBuf)> {
+    if let Some(dir) = std::env::var_os("APISTORE_GOLDEN_DIR") {
+        let version = std::env::var("APISTORE_GOLDEN_KUBE").map_or(KubeVersion::V1_31, |v| {
+            v.parse()
+                .unwrap_or_else(|e| panic!("APISTORE_GOLDEN_KUBE: {e}"))
+        });
+        return vec![(version, PathBuf::from(dir))];
+    }
+    let tests = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests");
+    vec![
+        (KubeVersion::V1_31, tests.join("golden")),
+        (KubeVersion::V1_34, tests.join("golden-1.34")),
+        (KubeVersion::V1_37, tests.join("golden-1.37")),
+    ]
 }
 
-/// (file name, fixture) for every fixture file, sorted.
-fn fixtures() -> Vec<(String, Fixture)> {
-    let dir = fixture_dir();
-    let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
+/// (file name, fixture) for every fixture file in `dir`, sorted.
+fn fixtures(dir: &Path) -> Vec<(String, Fixture)> {
+    let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
         .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
         .map(|e| e.unwrap().path())
         .filter(|p| p.extension().is_some_and(|e| e == "json"))
@@ -74,12 +86,12 @@ fn cases(f: &Fixture) -> impl Iterator<Item = (&str, Vec<u8>)> {
 }
 
 /// The direct path for `T` against `serde_json` over the JSON text: equal when the
-/// text reads as `T`, an error when it does not. Returns a failure description.
-fn compare<T>(stored: &[u8]) -> Option<String>
+/// text reads as `T`, an error when it does not, both with `kp`'s schema. Returns a
+/// failure description.
+fn compare<T>(kp: &KubeProtobuf, stored: &[u8]) -> Option<String>
 where
     T: DeserializeOwned + PartialEq + Debug,
 {
-    let kp = KubeProtobuf::k8s_1_31();
     let json = match kp.decode_to_json(stored) {
         Ok(j) => j,
         Err(e) => {
@@ -106,14 +118,20 @@ where
 {
     let mut failures = Vec::new();
     let mut n = 0;
-    for (file, f) in fixtures() {
-        if only.is_some_and(|o| o != file) {
-            continue;
-        }
-        for (name, stored) in cases(&f) {
-            n += 1;
-            if let Some(why) = compare::<T>(&stored) {
-                failures.push(format!("{} {} [{name}]: {why}", f.api_version, f.kind));
+    for (version, dir) in fixture_sets() {
+        let kp = KubeProtobuf::for_version(version);
+        for (file, f) in fixtures(&dir) {
+            if only.is_some_and(|o| o != file) {
+                continue;
+            }
+            for (name, stored) in cases(&f) {
+                n += 1;
+                if let Some(why) = compare::<T>(kp, &stored) {
+                    failures.push(format!(
+                        "{version} {} {} [{name}]: {why}",
+                        f.api_version, f.kind
+                    ));
+                }
             }
         }
     }
@@ -159,20 +177,22 @@ fn k8s_openapi_types_deserialize_as_from_their_json() {
 
 #[test]
 fn the_storage_codec_decodes_protobuf_without_json_text() {
-    let kp = KubeProtobuf::k8s_1_31();
-    let (_, pods) = fixtures()
-        .into_iter()
-        .find(|(file, _)| file == "core_v1_Pod.json")
-        .unwrap();
-    let codec = StorageCodec::<DynamicObject>::new(MediaType::Protobuf);
-    for (name, stored) in cases(&pods) {
-        let Ok(json) = kp.decode_to_json(&stored) else {
-            continue;
-        };
-        let Ok(want) = serde_json::from_slice::<DynamicObject>(&json) else {
-            continue;
-        };
-        assert_eq!(codec.decode(&stored).unwrap(), want, "{name}");
+    for (version, dir) in fixture_sets() {
+        let kp = KubeProtobuf::for_version(version);
+        let (_, pods) = fixtures(&dir)
+            .into_iter()
+            .find(|(file, _)| file == "core_v1_Pod.json")
+            .unwrap();
+        let codec = StorageCodec::<DynamicObject>::for_kube(MediaType::Protobuf, version);
+        for (name, stored) in cases(&pods) {
+            let Ok(json) = kp.decode_to_json(&stored) else {
+                continue;
+            };
+            let Ok(want) = serde_json::from_slice::<DynamicObject>(&json) else {
+                continue;
+            };
+            assert_eq!(codec.decode(&stored).unwrap(), want, "{version} {name}");
+        }
     }
 }
 

@@ -1,15 +1,19 @@
 //! Golden tests: the transcoder against kube's own serializers.
 //!
-//! The fixtures are written by `interop/golden` (Go, k8s.io/* v0.31.1): for every
-//! kind, pairs of the protobuf bytes kube-apiserver stores (`k8s\0` + runtime.Unknown,
-//! from apimachinery's protobuf serializer) and the JSON `encoding/json.Marshal` emits
-//! for the same object. For every case the transcoder must give Go's bytes exactly,
-//! both ways. Every failure is collected and printed (kind, case, the first differing
-//! offset with context, the JSON path or protobuf field path there) before the test
-//! fails, so one run shows all of them.
+//! The fixtures are written by `interop/golden` (Go, one kube minor's k8s.io/* modules):
+//! for every kind, pairs of the protobuf bytes kube-apiserver stores (`k8s\0` +
+//! runtime.Unknown, from apimachinery's protobuf serializer) and the JSON
+//! `encoding/json.Marshal` emits for the same object. One set is committed per minor
+//! checked, `tests/golden` (1.31) and `tests/golden-1.<minor>`, and each is checked with
+//! its own minor's schema ([`KubeProtobuf::for_version`]). For every case the
+//! transcoder must give Go's bytes exactly, both ways. Every failure is collected and
+//! printed (kind, case, the first differing offset with context, the JSON path or
+//! protobuf field path there) before the test fails, so one run shows all of them.
 //!
 //! `APISTORE_GOLDEN_DIR` points `interop_fixtures_transcode_byte_for_byte` at a larger
-//! set generated at interop time (`go run ./interop/golden -out DIR -fuzz 200`).
+//! set generated at interop time (`go run -modfile=go-1.37.mod . -out DIR -fuzz 200`
+//! in `interop/golden`), `APISTORE_GOLDEN_KUBE` names the minor it was generated for
+//! (`1.37`; 1.31 when unset, the minor of `interop/golden/go.mod`).
 
 // Tests may unwrap: a panic there is a failed test (helpers outside #[test] too).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
@@ -19,6 +23,7 @@ use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
 use apistore_protobuf::{KubeProtobuf, PROTOBUF_MAGIC};
+use apistore_storage::KubeVersion;
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD;
 use serde::Deserialize;
@@ -39,8 +44,25 @@ struct Case {
     protobuf: String,
 }
 
-fn committed_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/golden")
+/// The committed fixture sets, one per minor checked: `tests/golden` holds 1.31's
+/// (it came first), `tests/golden-1.<minor>` the others'.
+const COMMITTED: [KubeVersion; 3] = [KubeVersion::V1_31, KubeVersion::V1_34, KubeVersion::V1_37];
+
+fn committed_dir(version: KubeVersion) -> PathBuf {
+    let tests = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests");
+    if version == KubeVersion::V1_31 {
+        tests.join("golden")
+    } else {
+        tests.join(format!("golden-{version}"))
+    }
+}
+
+/// The minor a fixture set from `APISTORE_GOLDEN_DIR` was generated for.
+fn interop_version() -> KubeVersion {
+    std::env::var("APISTORE_GOLDEN_KUBE").map_or(KubeVersion::V1_31, |v| {
+        v.parse()
+            .unwrap_or_else(|e| panic!("APISTORE_GOLDEN_KUBE: {e}"))
+    })
 }
 
 /// Every `*.json` fixture in `dir` but the index, sorted by file name.
@@ -86,10 +108,10 @@ impl Report {
         ));
     }
 
-    fn assert_clean(&self, dir: &Path) {
+    fn assert_clean(&self, version: KubeVersion, dir: &Path) {
         if self.failures.is_empty() {
             eprintln!(
-                "golden: {} kinds, {} cases from {}: all match",
+                "golden {version}: {} kinds, {} cases from {}: all match",
                 self.kinds,
                 self.cases,
                 dir.display()
@@ -98,7 +120,7 @@ impl Report {
         }
         let failed_kinds: BTreeSet<&String> = self.failed_cases.iter().map(|(k, _)| k).collect();
         let mut msg = format!(
-            "golden: {} of {} cases in {} of {} kinds from {} do not match ({} failures):\n",
+            "golden {version}: {} of {} cases in {} of {} kinds from {} do not match ({} failures):\n",
             self.failed_cases.len(),
             self.cases,
             failed_kinds.len(),
@@ -119,9 +141,10 @@ impl Report {
     }
 }
 
-/// Checks every case of every fixture in `dir` both ways and for its type meta.
-fn check_dir(dir: &Path) -> Report {
-    let kp = KubeProtobuf::k8s_1_31();
+/// Checks every case of every fixture in `dir` both ways and for its type meta, with
+/// the schema of `version`.
+fn check_dir(version: KubeVersion, dir: &Path) -> Report {
+    let kp = KubeProtobuf::for_version(version);
     let mut report = Report::default();
     for (file, fixture) in load_dir(dir) {
         report.kinds += 1;
@@ -411,36 +434,80 @@ fn parse_fields(buf: &[u8]) -> Option<Vec<WireField>> {
     Some(out)
 }
 
+fn check_committed(version: KubeVersion) {
+    let dir = committed_dir(version);
+    check_dir(version, &dir).assert_clean(version, &dir);
+}
+
 #[test]
-fn committed_fixtures_transcode_byte_for_byte() {
-    let dir = committed_dir();
-    check_dir(&dir).assert_clean(&dir);
+fn committed_1_31_fixtures_transcode_byte_for_byte() {
+    check_committed(KubeVersion::V1_31);
+}
+
+#[test]
+fn committed_1_34_fixtures_transcode_byte_for_byte() {
+    check_committed(KubeVersion::V1_34);
+}
+
+#[test]
+fn committed_1_37_fixtures_transcode_byte_for_byte() {
+    check_committed(KubeVersion::V1_37);
 }
 
 #[test]
 fn interop_fixtures_transcode_byte_for_byte() {
-    let dir = std::env::var_os("APISTORE_GOLDEN_DIR").map_or_else(committed_dir, PathBuf::from);
-    check_dir(&dir).assert_clean(&dir);
+    let version = interop_version();
+    let dir = std::env::var_os("APISTORE_GOLDEN_DIR")
+        .map_or_else(|| committed_dir(version), PathBuf::from);
+    check_dir(version, &dir).assert_clean(version, &dir);
 }
 
-/// Every kind the embedded schema knows has a fixture file, and every fixture's kind
-/// is one the transcoder knows.
+/// Every `tests/golden*` directory is a set the tests above check.
 #[test]
-fn committed_fixtures_cover_every_kind_in_the_schema() {
+fn every_committed_fixture_set_is_checked() {
+    let tests = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests");
+    let checked: BTreeSet<PathBuf> = COMMITTED.iter().map(|&v| committed_dir(v)).collect();
+    let mut found = BTreeSet::new();
+    for entry in std::fs::read_dir(&tests).unwrap() {
+        let path = entry.unwrap().path();
+        let name = path.file_name().unwrap().to_string_lossy().into_owned();
+        if path.is_dir() && name.starts_with("golden") {
+            found.insert(path);
+        }
+    }
+    assert_eq!(
+        found,
+        checked,
+        "fixture sets in {} and the sets checked",
+        tests.display()
+    );
+}
+
+/// Every kind a minor's embedded schema knows has a fixture file in that minor's set,
+/// and every fixture's kind is one the transcoder knows in that minor.
+#[test]
+fn committed_fixtures_cover_every_kind_in_their_schema() {
+    let problems: Vec<String> = COMMITTED.iter().filter_map(|&v| coverage(v)).collect();
+    assert!(problems.is_empty(), "{}", problems.join("\n\n"));
+}
+
+/// What the committed set of `version` leaves out of its schema, or holds beyond it.
+fn coverage(version: KubeVersion) -> Option<String> {
     #[derive(Deserialize)]
     struct SchemaKinds {
         kinds: Vec<(String, String, String)>,
     }
-    let schema_path = Path::new(env!("CARGO_MANIFEST_DIR")).join("schema/k8s-1.31.json");
+    let schema_path =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("schema/k8s-{version}.json"));
     let schema: SchemaKinds =
         serde_json::from_slice(&std::fs::read(&schema_path).unwrap()).unwrap();
     let in_schema: BTreeSet<(String, String)> =
         schema.kinds.into_iter().map(|(av, k, _)| (av, k)).collect();
 
-    let kp = KubeProtobuf::k8s_1_31();
+    let kp = KubeProtobuf::for_version(version);
     let mut covered = BTreeSet::new();
     let mut unknown = Vec::new();
-    for (file, fixture) in load_dir(&committed_dir()) {
+    for (file, fixture) in load_dir(&committed_dir(version)) {
         if !kp.knows(&fixture.api_version, &fixture.kind) {
             unknown.push(format!("{} {} ({file})", fixture.api_version, fixture.kind));
         }
@@ -453,15 +520,22 @@ fn committed_fixtures_cover_every_kind_in_the_schema() {
         .difference(&covered)
         .map(|(av, k)| format!("{av} {k}"))
         .collect();
-    assert!(
-        missing.is_empty() && unknown.is_empty(),
-        "{} of {} schema kinds have no fixture:\n  {}\n{} fixtures are of kinds the transcoder does not know (or have no cases):\n  {}",
+    if missing.is_empty() && unknown.is_empty() {
+        eprintln!(
+            "golden {version}: the {} fixtures cover the {} kinds of the schema",
+            covered.len(),
+            in_schema.len()
+        );
+        return None;
+    }
+    Some(format!(
+        "{version}: {} of {} schema kinds have no fixture:\n  {}\n{} fixtures are of kinds the transcoder does not know (or have no cases):\n  {}",
         missing.len(),
         in_schema.len(),
         missing.join("\n  "),
         unknown.len(),
         unknown.join("\n  ")
-    );
+    ))
 }
 
 /// The mismatch reports themselves: paths found where they should be.
