@@ -373,3 +373,81 @@ fn database_path(path: &Path) -> Result<PathBuf> {
             looked_for: DATABASE_PATHS.join(", "),
         })
 }
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use std::io::Write;
+
+    use super::*;
+    use crate::bolt::testfile::{TestBolt, Value, bucket_at, inline_bucket};
+
+    fn write(bytes: &[u8]) -> tempfile::NamedTempFile {
+        let mut file = tempfile::NamedTempFile::new().unwrap();
+        file.write_all(bytes).unwrap();
+        file
+    }
+
+    fn kv(key: &[u8], rev: i64, value: &[u8]) -> Vec<u8> {
+        let mut raw = vec![0x0a, key.len() as u8];
+        raw.extend_from_slice(key);
+        raw.extend_from_slice(&[0x10, rev as u8, 0x18, rev as u8, 0x20, 1, 0x2a]);
+        raw.push(value.len() as u8);
+        raw.extend_from_slice(value);
+        raw
+    }
+
+    #[test]
+    fn a_bbolt_file_without_etcds_buckets_is_not_etcd() {
+        let mut bolt = TestBolt::new(4096);
+        let other = inline_bucket(&[(b"x", Value::Plain(b"y"))]);
+        let root = bolt.leaf(&[(b"containerd", Value::Bucket(other))]);
+        let file = write(&bolt.finish(root));
+        let err = Snapshot::open(file.path()).unwrap_err();
+        assert!(
+            matches!(&err, SnapshotError::NotEtcd { bucket, .. } if bucket == "key"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn revisions_tombstones_and_compaction_from_built_buckets() {
+        let mut bolt = TestBolt::new(4096);
+        let r2 = Revision { main: 2, sub: 0 }.to_key(false);
+        let r3 = Revision { main: 3, sub: 0 }.to_key(false);
+        let r4 = Revision { main: 4, sub: 0 }.to_key(true);
+        let (v2, v3) = (kv(b"/a", 2, b"one"), kv(b"/a", 3, b"two"));
+        let mut tomb = vec![0x0a, 2];
+        tomb.extend_from_slice(b"/a");
+        let keys = bolt.leaf(&[
+            (&r2, Value::Plain(&v2)),
+            (&r3, Value::Plain(&v3)),
+            (&r4, Value::Plain(&tomb)),
+        ]);
+        let mut compact = 3i64.to_be_bytes().to_vec();
+        compact.extend_from_slice(b"_\0\0\0\0\0\0\0\0");
+        let meta = inline_bucket(&[
+            (b"finishedCompactRev", Value::Plain(&compact)),
+            (b"scheduledCompactRev", Value::Plain(&compact)),
+        ]);
+        let root = bolt.leaf(&[
+            (b"key", Value::Bucket(bucket_at(keys))),
+            (b"meta", Value::Bucket(meta)),
+        ]);
+        let file = write(&bolt.finish(root));
+        let snapshot = Snapshot::open(file.path()).unwrap();
+        assert_eq!(snapshot.revision(), 4);
+        assert_eq!(snapshot.compact_revision(), 3);
+        assert_eq!(snapshot.counts(), (3, 1));
+        assert_eq!(snapshot.check_revision(2), Err(RevisionError::Compacted));
+        assert_eq!(snapshot.check_revision(5), Err(RevisionError::Future));
+        assert_eq!(&snapshot.get(b"/a", 3).unwrap().unwrap().value[..], b"two");
+        assert!(snapshot.get(b"/a", 4).unwrap().is_none());
+        let history = snapshot.history(b"/a").unwrap();
+        assert_eq!(history.len(), 3);
+        assert!(history[2].tombstone);
+        assert_eq!(snapshot.range(b"/", b"/", 0, 3).keys.len(), 1);
+        assert_eq!(snapshot.range(b"/", b"/", 0, 4).count, 0);
+    }
+}

@@ -9,8 +9,8 @@ use std::sync::Mutex;
 use bytes::Bytes;
 use sha2::{Digest, Sha256};
 
-use crate::bolt::meta::{META_BYTES, Meta};
-use crate::bolt::page::{Origin, Page, read_u32};
+use crate::bolt::meta::{MAGIC, META_BYTES, Meta};
+use crate::bolt::page::{Origin, PAGE_HEADER, Page, read_u32};
 use crate::error::{Result, SnapshotError};
 
 /// Pages kept in memory between reads: 1024 pages, 4 MiB at bbolt's usual page size.
@@ -105,6 +105,13 @@ impl BoltFile {
             return Err(self.not_bbolt("the file is empty".to_owned()));
         }
         if len < META_BYTES as u64 {
+            let mut head = vec![0; len as usize];
+            self.read(&mut head, 0, "meta page 0")?;
+            if read_u32(&head, PAGE_HEADER) != Some(MAGIC) {
+                return Err(self.not_bbolt(format!(
+                    "{len} bytes, too short for a meta page and without bbolt's magic"
+                )));
+            }
             return Err(SnapshotError::Truncated {
                 path: self.path.clone(),
                 what: "meta page 0".to_owned(),

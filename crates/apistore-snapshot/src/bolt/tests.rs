@@ -124,6 +124,9 @@ fn not_bbolt_and_truncated_files_are_named() {
     let file = write(&bytes[..40]);
     let err = BoltFile::open(file.path()).unwrap_err();
     assert!(matches!(err, SnapshotError::Truncated { .. }), "{err}");
+    let file = write(&bytes[..10]);
+    let err = BoltFile::open(file.path()).unwrap_err();
+    assert!(matches!(err, SnapshotError::NotBbolt { .. }), "{err}");
 }
 
 #[test]
