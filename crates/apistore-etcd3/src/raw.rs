@@ -76,6 +76,11 @@ where
     /// decoded. Deletes only if the key's mod revision is still `mod_revision`, so that
     /// a concurrent write is never lost (a 409 Conflict otherwise). Returns the revision
     /// of the deletion.
+    ///
+    /// The transaction is kube-apiserver's conditional delete (`etcd3/store.go`
+    /// `conditionalDelete`), the read on failure included even though nothing reads it:
+    /// kine accepts only the transaction shapes kube-apiserver sends, and refuses a delete
+    /// without that `Else(OpGet(key))` as an unsupported operation.
     pub async fn raw_delete(&self, key: &str, mod_revision: i64) -> Result<i64> {
         let prepared = self.prepare_key(key)?;
         let txn = Txn::new()
@@ -84,7 +89,8 @@ where
                 CompareOp::Equal,
                 mod_revision,
             )])
-            .and_then([TxnOp::delete(prepared.as_str(), None)]);
+            .and_then([TxnOp::delete(prepared.as_str(), None)])
+            .or_else([TxnOp::get(prepared.as_str(), None)]);
         let response = self
             .call(&prepared, Operation::Delete, |mut kv| {
                 let txn = txn.clone();
