@@ -47,6 +47,13 @@ commands:
                                 over 15 minutes is killed and failed. Prints runs and
                                 failures per binary and `N passed, M failed` (runs);
                                 failed runs' output stays in target/soak-tests/
+  kine                          needs Go and a C compiler: builds kine (k3s-io/kine,
+                                interop/kine, over SQLite) into
+                                target/tools/kine-<release>/, the build `test` makes,
+                                and runs the etcd3 backend's and the command's tests
+                                (apistore-etcd3, apistore-cli) against a fresh kine,
+                                the tests that do not apply to kine skipped by name
+                                and printed with why
   help                          print this
 
 Each command provisions what it needs first: protoc (vendored, copied to
@@ -82,6 +89,8 @@ pub(crate) enum Command {
         tests: Vec<String>,
         load: bool,
     },
+    /// The etcd3 backend's and the command's tests against kine.
+    Kine,
     /// Print [`USAGE`].
     Help,
 }
@@ -137,6 +146,11 @@ impl Command {
                 soak_args: after_double_dash("soak", rest)?,
             }),
             "soak-tests" => soak_tests(rest),
+            "kine" if rest.is_empty() => Ok(Self::Kine),
+            "kine" => Err(format!(
+                "`kine` takes no arguments, not `{}`",
+                rest.join(" ")
+            )),
             "help" | "-h" | "--help" => Ok(Self::Help),
             other => Err(format!("unknown command `{other}`")),
         }
@@ -374,6 +388,16 @@ mod tests {
             parse(&["soak-tests", "--bins", "x"])
                 .unwrap_err()
                 .contains("--bins")
+        );
+    }
+
+    #[test]
+    fn kine_takes_no_arguments() {
+        assert_eq!(parse(&["kine"]), Ok(Command::Kine));
+        assert!(
+            parse(&["kine", "--etcd", "3.6"])
+                .unwrap_err()
+                .contains("--etcd")
         );
     }
 

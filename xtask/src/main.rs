@@ -12,6 +12,7 @@ mod error;
 mod etcd_versions;
 mod generated;
 mod go;
+mod kine;
 mod kube_apiserver;
 mod provision;
 mod run;
@@ -140,6 +141,7 @@ fn run(command: cli::Command) -> Result<()> {
             tests,
             load,
         } => soak_tests(&root, runs, &packages, &tests, load),
+        cli::Command::Kine => kine::command(&root),
         cli::Command::Help => Ok(()),
     }
 }
