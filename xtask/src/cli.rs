@@ -28,7 +28,8 @@ commands:
                                 apistore-testing); then, once, on etcd 3.6, the tests
                                 against kube-apiserver 1.37 and 1.31 themselves,
                                 built from the Go module proxy the first time (about
-                                20 min) and cached in ~/.cache/apistore/
+                                20 min) and cached in ~/.cache/apistore/; with all
+                                three (the default), also what `kine` runs
   demo [-- <demo args>]         run the demo example (crates/apistore/examples/demo.rs)
                                 against a fresh etcd
   bench [--quick]               run the benchmarks (crates/apistore-bench) in release

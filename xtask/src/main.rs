@@ -250,6 +250,8 @@ fn interop(root: &Path, versions: &[EtcdVersion]) -> Result<()> {
     // kube-apiserver for the tests against a real API server: built from the Go module
     // proxy once, then cached outside target/ (xtask/src/kube_apiserver.rs).
     let mut kube_apiservers = KubeApiServers::provision(root, &go);
+    // kine over SQLite (xtask/src/kine.rs), in a run of every etcd line, as CI's is.
+    let kine = (versions == EtcdVersion::ALL).then(|| kine::provision_kine(root, &go));
     // One build of every test binary, the same `cargo xtask test` makes, so that
     // running it first costs nothing here.
     let build = WorkspaceBuild::build(cargo_command(&cargo, root, &protoc))?;
@@ -317,6 +319,17 @@ fn interop(root: &Path, versions: &[EtcdVersion]) -> Result<()> {
             );
         }
         stop_etcd();
+    }
+    if let Some(kine) = kine {
+        let started = Instant::now();
+        report.outcome(
+            format!(
+                "etcd3 and command suites ({}) on kine",
+                kine::PACKAGES.join(", ")
+            ),
+            started,
+            kine.and_then(|binary| kine::run_suites(root, &binary, &build)),
+        );
     }
     // kube-apiserver 1.37 and 1.31, each on an etcd 3.6 of its own the tests start.
     let started = Instant::now();
