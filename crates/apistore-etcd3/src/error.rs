@@ -299,6 +299,16 @@ pub(crate) fn timed_out(key: &str, after: Duration) -> StorageError {
     }
 }
 
+/// etcd's description of a read at a revision it has not reached
+/// (`rpctypes.ErrGRPCFutureRev`).
+const FUTURE_REVISION: &str = "etcdserver: mvcc: required revision is a future revision";
+
+/// Whether an etcd error says the revision asked for is in the future
+/// (`rpctypes.ErrGRPCFutureRev`: OutOfRange with etcd's description).
+pub(crate) fn is_future_revision(err: &etcd_client::Error) -> bool {
+    is_etcd_error(err, tonic::Code::OutOfRange, FUTURE_REVISION)
+}
+
 /// Whether an etcd error says the revision asked for was compacted
 /// (`rpctypes.ErrGRPCCompacted`: OutOfRange with etcd's description).
 pub(crate) fn is_compacted(err: &etcd_client::Error) -> bool {
@@ -353,6 +363,22 @@ mod tests {
         for (err, want) in cases {
             assert_eq!(classify(&err), want, "{err}");
         }
+    }
+
+    #[test]
+    fn a_future_revision_is_etcds_typed_error_only() {
+        assert!(is_future_revision(&status(
+            tonic::Code::OutOfRange,
+            FUTURE_REVISION
+        )));
+        assert!(!is_future_revision(&status(
+            tonic::Code::OutOfRange,
+            COMPACTED
+        )));
+        assert!(!is_future_revision(&status(
+            tonic::Code::Unknown,
+            FUTURE_REVISION
+        )));
     }
 
     #[test]

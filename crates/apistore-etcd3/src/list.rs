@@ -5,7 +5,7 @@
 //! [`pager`], shared with the watcher's initial sync and key scans.
 
 use apistore_backend::list::{ListPages, list_start};
-use apistore_storage::{ApiObject, ListOptions, ObjectList, Result};
+use apistore_storage::{ApiObject, KubeVersion, ListOptions, ObjectList, Result, StorageError};
 use bytes::Bytes;
 
 use crate::instrument::{Instrumentation, Operation};
@@ -65,6 +65,7 @@ where
         };
         let mut pager = Pager::new(&key_prefix, start_key, operation)
             .at_revision(start.rev)
+            .future_revision_is_too_large(self.kube_version >= KubeVersion::V1_34)
             .on_compacted(if continuing {
                 OnCompacted::ContinueFromFirst
             } else {
@@ -75,7 +76,26 @@ where
         }
         loop {
             pager.set_limit(list.pages.page_limit());
-            let page = pager.next_page(self).await?;
+            let page = match pager.next_page(self).await {
+                Ok(page) => page,
+                Err(StorageError::ResourceVersionTooLarge {
+                    key,
+                    requested,
+                    current: 0,
+                    retry_after_seconds,
+                }) => {
+                    // kube 1.34+ says how far etcd is (its GetCurrentResourceVersion),
+                    // 0 when that read fails too.
+                    let current = self.current_revision(&key_prefix).await.unwrap_or(0);
+                    return Err(StorageError::ResourceVersionTooLarge {
+                        key,
+                        requested,
+                        current,
+                        retry_after_seconds,
+                    });
+                }
+                Err(err) => return Err(err),
+            };
             self.layers.validate_minimum_resource_version(
                 &key_prefix,
                 &options.resource_version,
@@ -95,5 +115,13 @@ where
         }
         list.pages
             .finish(&key_prefix, pager.revision(), self.layers.versioner())
+    }
+
+    /// etcd's current revision, from the header of a one-key read of `key`.
+    async fn current_revision(&self, key: &str) -> Result<u64> {
+        let mut pager = Pager::new(key, key.as_bytes().to_vec(), Operation::Get).keys_only();
+        pager.set_limit(1);
+        let page = pager.next_page(self).await?;
+        Ok(page.header_revision.max(0).unsigned_abs())
     }
 }

@@ -9,7 +9,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use apistore_backend::{ObjState, ObjectLayers};
-use apistore_storage::{ApiObject, Codec, GetOptions, JsonCodec, Result, StorageError, Versioner};
+use apistore_storage::{
+    ApiObject, Codec, GetOptions, JsonCodec, KubeVersion, Result, StorageError, Versioner,
+};
 use apistore_telemetry::StorageMetrics;
 use apistore_value::{IdentityTransformer, Transformer};
 use bytes::Bytes;
@@ -60,6 +62,11 @@ pub struct StoreConfig {
     /// objects where kube-apiserver would never look for this resource. kube's own store
     /// trusts its registry to build keys; the facade's stores take keys from callers.
     pub confine_keys: bool,
+    /// The kube version whose storage layer to behave as where kube versions differ
+    /// (default the newest apistore knows): from 1.34 a list at a revision etcd has
+    /// not reached fails with a too-large resourceVersion (504) instead of etcd's
+    /// error (500).
+    pub kube_version: KubeVersion,
 }
 
 impl Default for StoreConfig {
@@ -74,6 +81,7 @@ impl Default for StoreConfig {
             watch_unavailable_limit: DEFAULT_WATCH_UNAVAILABLE_LIMIT,
             watch_list: false,
             confine_keys: false,
+            kube_version: KubeVersion::LATEST,
         }
     }
 }
@@ -107,6 +115,8 @@ pub struct Etcd3Store<T> {
     pub(crate) update_timeout: Option<Duration>,
     /// Whether keys must lie under `resource_prefix` ([`StoreConfig::confine_keys`]).
     pub(crate) confine_keys: bool,
+    /// Where the kube versions' storage layers differ, which to follow.
+    pub(crate) kube_version: KubeVersion,
     pub(crate) instrumentation: Instrumentation,
     pub(crate) watch: WatchSettings,
 }
@@ -123,6 +133,7 @@ impl<T> Clone for Etcd3Store<T> {
             kv: self.kv.clone(),
             update_timeout: self.update_timeout,
             confine_keys: self.confine_keys,
+            kube_version: self.kube_version,
             instrumentation: self.instrumentation.clone(),
             watch: self.watch.clone(),
         }
@@ -184,6 +195,7 @@ where
             lease_manager: Arc::new(LeaseManager::new(config.lease)),
             update_timeout: config.update_timeout,
             confine_keys: config.confine_keys,
+            kube_version: config.kube_version,
             instrumentation: Instrumentation::default(),
         }
     }

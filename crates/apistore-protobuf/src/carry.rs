@@ -423,8 +423,7 @@ impl<'s> Carrier<'s> {
                             WireVal::Bytes(b) => map_entry(b).ok(),
                             _ => None,
                         })
-                        .filter(|(k, _)| *k == key)
-                        .last()
+                        .rfind(|(k, _)| *k == key)
                         .and_then(|(_, v)| v);
                     match (old_value, new_value) {
                         (Some(ov), Some(nv)) => {

@@ -433,6 +433,7 @@ impl ApiStore {
             resource_prefix: format!("/{}", layout.key_prefix),
             request_timeout: self.request_timeout,
             confine_keys: true,
+            kube_version: self.kube_version,
             ..StoreConfig::default()
         }
     }

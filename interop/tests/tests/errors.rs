@@ -4,10 +4,12 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use apistore::{
-    DeleteOptions, DynamicObject, GetOptions, ListOptions, Preconditions, ResourceVersionMatch,
-    SelectionPredicate, Storage, StorageError, UpdateOptions,
+    DeleteOptions, DynamicObject, GetOptions, KubeVersion, ListOptions, Preconditions,
+    ResourceVersionMatch, SelectionPredicate, Storage, StorageError, UpdateOptions,
 };
-use apistore_interop::{Failure, Interop, ReferenceOptions, configmap, dynamic};
+use apistore_interop::{
+    Failure, Interop, ReferenceOptions, configmap, dynamic, reference_kube_version,
+};
 use serde_json::{Value, json};
 
 fn configmaps(media_type: &str) -> ReferenceOptions {
@@ -42,7 +44,39 @@ fn go_failed(result: Result<Value, Failure>) -> Failure {
 /// An HTTP code and a Status reason.
 type Answer = (u16, &'static str);
 
-const KNOWN_DIFFERENCES: &[(&str, Answer, Answer)] = &[
+/// The recorded differences against the harness's kube version. Against 1.37 fewer:
+/// its storage layer types a corrupt object (storage code 7, 500 InternalError, from
+/// 1.32) on get, and answers a list at a future revision with a too-large
+/// resourceVersion (504, from 1.34), as apistore does when told kube 1.37; but a list
+/// over a corrupt object aggregates the corrupt keys into one StorageReadError (1.32's
+/// unsafe deletion of corrupt objects, not in apistore yet: issue 26).
+fn known_differences() -> &'static [(&'static str, Answer, Answer)] {
+    if reference_kube_version() == KubeVersion::V1_31 {
+        KNOWN_DIFFERENCES_1_31
+    } else {
+        KNOWN_DIFFERENCES_1_37
+    }
+}
+
+const KNOWN_DIFFERENCES_1_37: &[(&str, Answer, Answer)] = &[
+    (
+        "update an undecodable value",
+        (500, ""),
+        (500, "InternalError"),
+    ),
+    (
+        "delete an undecodable value",
+        (500, ""),
+        (500, "InternalError"),
+    ),
+    (
+        "list over an undecodable value",
+        (500, "StorageReadError"),
+        (500, "InternalError"),
+    ),
+];
+
+const KNOWN_DIFFERENCES_1_31: &[(&str, Answer, Answer)] = &[
     (
         "list Exact at a too large resourceVersion",
         (500, ""),
@@ -465,7 +499,7 @@ async fn same_failures_same_reason_and_code(media_type: &str) {
             (row.go.code, row.go.reason.as_str()),
             (row.api.code, row.api.reason.as_str()),
         );
-        let known = KNOWN_DIFFERENCES
+        let known = known_differences()
             .iter()
             .find(|(case, _, _)| *case == row.case)
             .map(|(_, go, api)| (*go, *api));

@@ -94,7 +94,7 @@ fn warn_partial_reads(version: KubeVersion) -> apistore::UnknownFieldsObserver {
         let first = warned
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
-            .insert(object.clone());
+            .insert(object);
         if first {
             eprintln!("warning: {}", partial_read_message(version, read));
         }

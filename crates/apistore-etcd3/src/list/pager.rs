@@ -11,7 +11,7 @@ use apistore_backend::list::compacted_list_error;
 use apistore_storage::{ApiObject, Result, StorageError};
 use etcd_client::{GetOptions as EtcdGetOptions, KeyValue};
 
-use crate::error::{from_etcd, is_compacted};
+use crate::error::{from_etcd, is_compacted, is_future_revision};
 use crate::instrument::Operation;
 use crate::store::Etcd3Store;
 
@@ -54,6 +54,9 @@ pub(crate) struct Pager<'a> {
     limit: i64,
     revision: i64,
     on_compacted: OnCompacted,
+    /// Whether a read at a revision etcd has not reached is a too-large
+    /// resourceVersion (kube 1.34+) rather than etcd's error passed on (1.31-1.33).
+    future_is_too_large: bool,
 }
 
 impl<'a> Pager<'a> {
@@ -70,7 +73,16 @@ impl<'a> Pager<'a> {
             limit: 0,
             revision: 0,
             on_compacted: OnCompacted::Expired,
+            future_is_too_large: false,
         }
+    }
+
+    /// Makes a read at a revision etcd has not reached fail with a too-large
+    /// resourceVersion ([`StorageError::ResourceVersionTooLarge`], its current revision
+    /// left 0 for the caller to fill in), as kube-apiserver's list does from 1.34.
+    pub(crate) fn future_revision_is_too_large(mut self, yes: bool) -> Self {
+        self.future_is_too_large = yes;
+        self
     }
 
     /// Reads the range from the start key up to `end` (exclusive).
@@ -173,6 +185,14 @@ impl<'a> Pager<'a> {
     /// A compacted revision is 410 Expired, with a token to go on at the latest revision
     /// where the read continues something; any other error maps as any etcd error.
     fn interpret_error(&self, err: etcd_client::Error) -> StorageError {
+        if self.future_is_too_large && is_future_revision(&err) {
+            return StorageError::ResourceVersionTooLarge {
+                key: self.key.to_owned(),
+                requested: self.revision.max(0).unsigned_abs(),
+                current: 0,
+                retry_after_seconds: 0,
+            };
+        }
         if !is_compacted(&err) {
             return from_etcd(self.key, err);
         }

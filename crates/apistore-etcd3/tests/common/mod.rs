@@ -11,6 +11,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use apistore_etcd3::{ClientConfig, Etcd3Store, EtcdClient, StoreConfig};
+use apistore_storage::KubeVersion;
 use apistore_telemetry::StorageMetrics;
 use apistore_testing::etcd::{EtcdOptions, EtcdServer, shared_endpoint, unique_prefix};
 use apistore_testing::suite::{Backend, Needs, Pod, PodFactory, PrefixTransformer, ReadHook};
@@ -72,8 +73,11 @@ impl Etcd3Backend {
             .await
             .unwrap_or_else(|err| panic!("connect to test etcd at {endpoint}: {err}"));
         let transformer = Arc::new(PrefixTransformer::new(marker));
+        // The suite and these tests are ports of k8s.io/apiserver v0.31.1's: kube 1.31's
+        // rules where the versions differ (tests of the later rules set their own).
         let config = StoreConfig {
             prefix: unique_prefix(test_name),
+            kube_version: KubeVersion::V1_31,
             ..StoreConfig::for_resource("pods")
         };
         let registry = prometheus::Registry::new();
