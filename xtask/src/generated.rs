@@ -21,8 +21,15 @@ const SCHEMA_DIR: &str = "crates/apistore-protobuf/schema";
 /// The kube minors with a schema (`k8s-1.<minor>.json`, made with
 /// `interop/schema/go-1.<minor>.mod`).
 const SCHEMA_MINORS: [u32; 7] = [31, 32, 33, 34, 35, 36, 37];
-/// The committed golden fixtures, relative to the workspace root.
-const GOLDEN: &str = "crates/apistore-protobuf/tests/golden";
+/// The committed golden fixture sets, relative to the workspace root, with the kube
+/// minor each is of (made with `interop/golden/go-1.<minor>.mod`).
+pub(crate) const GOLDEN_SETS: [(u32, &str); 3] = [
+    (31, "crates/apistore-protobuf/tests/golden"),
+    (34, "crates/apistore-protobuf/tests/golden-1.34"),
+    (37, "crates/apistore-protobuf/tests/golden-1.37"),
+];
+/// Environment variable naming the kube minor of the set in [`GOLDEN_DIR_ENV`].
+pub(crate) const GOLDEN_KUBE_ENV: &str = "APISTORE_GOLDEN_KUBE";
 /// How the committed fixtures were made (interop/golden/README.md).
 const GOLDEN_ARGS: [&str; 4] = ["-fuzz", "2", "-seed", "1"];
 /// The larger set each interop run checks: 20 fuzzed objects per kind.
@@ -89,19 +96,30 @@ pub(crate) fn schema_is_current(root: &Path, go: &Go) -> Result<()> {
     }
 }
 
-/// The golden fixtures generated now equal the committed ones, file by file; returns
-/// the generator, for the larger set.
-pub(crate) fn golden_is_current(root: &Path, go: &Go) -> Result<PathBuf> {
-    let program = build(root, go, "interop/golden", "apistore-golden", &[])?;
-    let out = scratch(root, "golden-committed")?;
+/// The golden generator of one kube minor, built into target/tools.
+pub(crate) fn golden_program(root: &Path, go: &Go, minor: u32) -> Result<PathBuf> {
+    let modfile = format!("-modfile=go-1.{minor}.mod");
+    build(
+        root,
+        go,
+        "interop/golden",
+        &format!("apistore-golden-1.{minor}"),
+        &[&modfile],
+    )
+}
+
+/// The golden fixtures of one kube minor generated now (by `program`) equal the
+/// committed set `golden`, file by file.
+pub(crate) fn golden_is_current(root: &Path, program: &Path, minor: u32, golden: &str) -> Result<()> {
+    let out = scratch(root, &format!("golden-committed-1.{minor}"))?;
     run_step(
-        Command::new(&program)
+        Command::new(program)
             .arg("-out")
             .arg(&out)
             .args(GOLDEN_ARGS),
     )?;
     let generated = files(&out)?;
-    let committed = files(&root.join(GOLDEN))?;
+    let committed = files(&root.join(golden))?;
     let mut differences: Vec<String> = Vec::new();
     for (name, bytes) in &generated {
         match committed.get(name) {
@@ -118,10 +136,10 @@ pub(crate) fn golden_is_current(root: &Path, go: &Go) -> Result<PathBuf> {
     );
     if differences.is_empty() {
         println!(
-            "xtask: {GOLDEN} ({} files) is what interop/golden generates today",
+            "xtask: {golden} ({} files) is what interop/golden generates today for kube 1.{minor}",
             committed.len()
         );
-        Ok(program)
+        Ok(())
     } else {
         let shown = differences
             .iter()
@@ -130,8 +148,8 @@ pub(crate) fn golden_is_current(root: &Path, go: &Go) -> Result<PathBuf> {
             .collect::<Vec<_>>()
             .join(", ");
         Err(XtaskError::GeneratedDiffers(format!(
-            "{GOLDEN} differs from what interop/golden {} generates: {} file(s) ({shown}); \
-             regenerate it (interop/golden/README.md) and review the change",
+            "{golden} differs from what interop/golden {} generates for kube 1.{minor}: {} \
+             file(s) ({shown}); regenerate it (interop/golden/README.md) and review the change",
             GOLDEN_ARGS.join(" "),
             differences.len()
         )))
@@ -139,8 +157,8 @@ pub(crate) fn golden_is_current(root: &Path, go: &Go) -> Result<PathBuf> {
 }
 
 /// Generates the larger fuzzed set; returns its directory.
-pub(crate) fn large_golden_set(root: &Path, program: &Path) -> Result<PathBuf> {
-    let out = scratch(root, "golden-large")?;
+pub(crate) fn large_golden_set(root: &Path, program: &Path, minor: u32) -> Result<PathBuf> {
+    let out = scratch(root, &format!("golden-large-1.{minor}"))?;
     run_step(
         Command::new(program)
             .arg("-out")

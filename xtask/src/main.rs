@@ -47,6 +47,21 @@ const DEMO_ENDPOINTS_ENV: &str = "APISTORE_ENDPOINTS";
 /// Environment variable the differential tests read the reference harness from.
 const REFERENCE_BIN_ENV: &str = "APISTORE_REFERENCE_BIN";
 
+/// Environment variable naming the kube version of that harness.
+const REFERENCE_KUBE_VERSION_ENV: &str = "APISTORE_REFERENCE_KUBE_VERSION";
+
+/// The reference harnesses: the kube version, the binary's name in target/tools, and
+/// the `go build` flags (v0.31.1 from go.mod; v0.37 from its modfile, with the build tag
+/// of its storage.Interface calls).
+const REFERENCE_HARNESSES: [(&str, &str, &[&str]); 2] = [
+    ("1.31", "apistore-reference", &[]),
+    (
+        "1.37",
+        "apistore-reference-1.37",
+        &["-modfile=go-1.37.mod", "-tags", "kube137"],
+    ),
+];
+
 /// The differential tests' package: a workspace member outside `default-members`,
 /// run by `cargo xtask interop` only (it needs Go), so `cargo xtask test` leaves it out.
 const INTEROP_PACKAGE: &str = "apistore-interop";
@@ -289,12 +304,19 @@ fn interop(root: &Path, versions: &[EtcdVersion]) -> Result<()> {
             (ETCD_ENDPOINTS_ENV, OsStr::new(&endpoint)),
             (ETCD_BIN_ENV, etcd_bin.as_os_str()),
         ];
-        if let Some(reference) = &reference {
+        for (kube, harness) in reference.iter().flatten() {
+            // kube 1.34+ supports etcd 3.5 and later only.
+            if *kube != "1.31" && *version == EtcdVersion::V3_4 {
+                continue;
+            }
             let started = Instant::now();
             let mut env = etcd_env.to_vec();
-            env.push((REFERENCE_BIN_ENV, reference.as_os_str()));
+            env.push((REFERENCE_BIN_ENV, harness.as_os_str()));
+            env.push((REFERENCE_KUBE_VERSION_ENV, OsStr::new(kube)));
             report.outcome(
-                format!("differential tests ({INTEROP_PACKAGE}) on {release}"),
+                format!(
+                    "differential tests ({INTEROP_PACKAGE}) against the kube {kube} harness on {release}"
+                ),
                 started,
                 // Not the tests against kube-apiserver: they run once, below.
                 run_all(
@@ -356,57 +378,56 @@ fn check_generated(root: &Path, go: &Go, build: &WorkspaceBuild, report: &mut Re
         started,
         outcome,
     );
-    let started = Instant::now();
-    let program = generated::golden_is_current(root, go).map_err(|error| {
-        // The larger set is still worth checking: build the generator's path anyway.
-        eprintln!("xtask: {error}");
-        error
-    });
-    let program = match program {
-        Ok(program) => {
-            report.record(
-                "golden fixtures equal what interop/golden generates".to_owned(),
-                started.elapsed(),
-                true,
-            );
-            program
-        }
-        Err(XtaskError::GeneratedDiffers(_)) => {
-            report.record(
-                "golden fixtures equal what interop/golden generates".to_owned(),
-                started.elapsed(),
-                false,
-            );
-            root.join(provision::TOOLS_DIR).join("apistore-golden")
-        }
-        Err(_) => {
-            report.record(
-                "build and run interop/golden".to_owned(),
-                started.elapsed(),
-                false,
-            );
-            return;
-        }
-    };
-    let started = Instant::now();
-    match generated::large_golden_set(root, &program) {
-        Ok(dir) => report.outcome(
-            format!(
-                "apistore-protobuf tests on interop/golden {}",
-                generated::LARGE_GOLDEN_ARGS.join(" ")
-            ),
+    // Each committed golden set against its minor's generator, and a larger fuzzed set
+    // of the oldest and the newest minor through the protobuf crate's tests.
+    let newest = generated::GOLDEN_SETS[generated::GOLDEN_SETS.len() - 1].0;
+    for (minor, golden) in generated::GOLDEN_SETS {
+        let started = Instant::now();
+        let program = match generated::golden_program(root, go, minor) {
+            Ok(program) => program,
+            Err(error) => {
+                eprintln!("xtask: {error}");
+                report.record(
+                    format!("build interop/golden for kube 1.{minor}"),
+                    started.elapsed(),
+                    false,
+                );
+                continue;
+            }
+        };
+        let outcome = generated::golden_is_current(root, &program, minor, golden);
+        report.outcome(
+            format!("{golden} equals what interop/golden generates for kube 1.{minor}"),
             started,
-            run_all(
-                build.tests_of(&["apistore-protobuf"]),
-                &[(generated::GOLDEN_DIR_ENV, dir.as_os_str())],
-                &[],
+            outcome,
+        );
+        if minor != 31 && minor != newest {
+            continue;
+        }
+        let started = Instant::now();
+        let minor_text = format!("1.{minor}");
+        match generated::large_golden_set(root, &program, minor) {
+            Ok(dir) => report.outcome(
+                format!(
+                    "apistore-protobuf tests on interop/golden {} for kube 1.{minor}",
+                    generated::LARGE_GOLDEN_ARGS.join(" ")
+                ),
+                started,
+                run_all(
+                    build.tests_of(&["apistore-protobuf"]),
+                    &[
+                        (generated::GOLDEN_DIR_ENV, dir.as_os_str()),
+                        (generated::GOLDEN_KUBE_ENV, OsStr::new(&minor_text)),
+                    ],
+                    &[],
+                ),
             ),
-        ),
-        Err(error) => report.outcome(
-            "generate the larger golden set".to_owned(),
-            started,
-            Err(error),
-        ),
+            Err(error) => report.outcome(
+                format!("generate the larger golden set for kube 1.{minor}"),
+                started,
+                Err(error),
+            ),
+        }
     }
 }
 
@@ -462,10 +483,15 @@ impl Report {
     }
 }
 
-/// Builds the reference harness (`interop/reference`, Go) into
-/// `target/tools/apistore-reference`; returns it if the differential tests that drive
-/// it are in the workspace too. Before either exists there is nothing to build or run.
-fn reference_harness(root: &Path, cargo: &Path, go: &Go) -> Result<Option<PathBuf>> {
+/// Builds the reference harnesses (`interop/reference`, Go, for kube 1.31 and 1.37) into
+/// `target/tools/`; returns them with their kube versions if the differential tests
+/// that drive them are in the workspace too. Before either exists there is nothing to
+/// build or run.
+fn reference_harness(
+    root: &Path,
+    cargo: &Path,
+    go: &Go,
+) -> Result<Option<Vec<(&'static str, PathBuf)>>> {
     let module = root.join(REFERENCE_MODULE);
     let has_module = module.join("go.mod").is_file();
     let has_tests = workspace_has_package(cargo, root, INTEROP_PACKAGE)?;
@@ -485,17 +511,21 @@ fn reference_harness(root: &Path, cargo: &Path, go: &Go) -> Result<Option<PathBu
     let tools = root.join(provision::TOOLS_DIR);
     fs::create_dir_all(&tools)
         .map_err(|e| XtaskError::io(format!("create {}", tools.display()), e))?;
-    let binary = tools.join("apistore-reference");
-    go.build(&module, &binary, &[], &[])?;
+    let mut harnesses = Vec::new();
+    for (kube, name, flags) in REFERENCE_HARNESSES {
+        let binary = tools.join(name);
+        go.build(&module, &binary, &[], flags)?;
+        harnesses.push((kube, binary));
+    }
     if !has_tests {
         println!(
-            "xtask: built {}; the {INTEROP_PACKAGE} package is not in the workspace yet, so \
-             no differential tests run",
-            binary.display()
+            "xtask: built the reference harnesses in {}; the {INTEROP_PACKAGE} package is not \
+             in the workspace yet, so no differential tests run",
+            tools.display()
         );
         return Ok(None);
     }
-    Ok(Some(binary))
+    Ok(Some(harnesses))
 }
 
 fn demo(root: &Path, demo_args: &[String]) -> Result<()> {
