@@ -54,6 +54,7 @@ where
 
         let mut pages = ListPages::new(predicate);
         loop {
+            self.count_read();
             let limit = usize::try_from(pages.page_limit()).unwrap_or(0);
             let range = if options.recursive {
                 self.snapshot

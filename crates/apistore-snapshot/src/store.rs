@@ -4,6 +4,7 @@
 
 use std::fmt;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use apistore_backend::ObjectLayers;
 use apistore_storage::{ApiObject, Codec, GetOptions, JsonCodec, Result, StorageError};
@@ -65,6 +66,8 @@ pub struct SnapshotStore<T> {
     pub(crate) snapshot: Arc<Snapshot>,
     pub(crate) layers: ObjectLayers<T>,
     pub(crate) path_prefix: Arc<str>,
+    /// Index reads (gets and list pages), shared by clones.
+    pub(crate) reads: Arc<AtomicU64>,
 }
 
 impl<T> Clone for SnapshotStore<T> {
@@ -73,6 +76,7 @@ impl<T> Clone for SnapshotStore<T> {
             snapshot: Arc::clone(&self.snapshot),
             layers: self.layers.clone(),
             path_prefix: Arc::clone(&self.path_prefix),
+            reads: Arc::clone(&self.reads),
         }
     }
 }
@@ -115,7 +119,25 @@ where
             snapshot,
             layers: ObjectLayers::new(codec, transformer, ()),
             path_prefix: path_prefix(&config.prefix).into(),
+            reads: Arc::new(AtomicU64::new(0)),
         }
+    }
+
+    /// Counts reads in `counter` (builder style), so that stores over successive
+    /// snapshots can share one count.
+    pub fn with_read_counter(mut self, counter: Arc<AtomicU64>) -> Self {
+        self.reads = counter;
+        self
+    }
+
+    /// How many reads (gets and list pages: what the etcd3 store sends etcd as `get`
+    /// and `list` requests) this store and its clones made.
+    pub fn reads(&self) -> u64 {
+        self.reads.load(Ordering::SeqCst)
+    }
+
+    pub(crate) fn count_read(&self) {
+        self.reads.fetch_add(1, Ordering::SeqCst);
     }
 
     /// The snapshot read.
@@ -223,6 +245,7 @@ where
     /// Get: the latest value, after the minimum-resourceVersion check.
     pub(crate) fn get_object(&self, key: &str, options: &GetOptions) -> Result<T> {
         let prepared = self.prepare_key(key)?;
+        self.count_read();
         let current = self.snapshot.revision();
         self.layers.validate_minimum_resource_version(
             &prepared,

@@ -96,6 +96,7 @@ where
             if self.initial_rev > 0 {
                 watch::check_initial_revision(&self.key, self.initial_rev, current)?;
             }
+            self.store.count_read();
             let mut changes = Vec::new();
             for (key, _) in self.matching() {
                 let Some(revision) = snapshot.revision_at(&key, current) else {
