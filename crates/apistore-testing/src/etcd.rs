@@ -126,7 +126,9 @@ pub struct EtcdOptions {
     pub progress_notify_interval: Option<Duration>,
     /// More flags, passed to etcd after the fixture's own (a later flag wins).
     pub extra_args: Vec<String>,
-    /// How long to wait for `/health` after each start; 20 seconds by default.
+    /// How long to wait for `/health` after each start; 60 seconds by default (etcd is
+    /// up in about a second, but a 2-core machine running a soak or several builds can
+    /// hold a start up for many; a member that exits fails at once whatever this says).
     pub startup_timeout: Duration,
     /// Serve clients over TLS ([`EtcdServer`] only, not clusters): the client URL is
     /// `https://`, the certificate flags (`--cert-file`, `--key-file`,
@@ -142,7 +144,7 @@ impl Default for EtcdOptions {
             name: "apistore-test".to_owned(),
             progress_notify_interval: None,
             extra_args: Vec::new(),
-            startup_timeout: Duration::from_secs(20),
+            startup_timeout: Duration::from_secs(60),
             client_tls: false,
         }
     }
