@@ -172,3 +172,20 @@ mod tests {
         assert!(decode_key_value(&Bytes::from_static(&[0x0b])).is_err());
     }
 }
+
+#[cfg(test)]
+mod proptests {
+    use super::*;
+
+    proptest::proptest! {
+        /// Arbitrary bytes decode or fail; a decoded key-value's fields lie inside them.
+        #[test]
+        fn any_bytes_decode_or_fail(raw in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..64)) {
+            let bytes = Bytes::from(raw);
+            if let Ok(kv) = decode_key_value(&bytes) {
+                proptest::prop_assert!(kv.key.len() + kv.value.len() <= bytes.len());
+            }
+            let _ = Revision::from_key(&bytes);
+        }
+    }
+}

@@ -172,3 +172,29 @@ fn bad_elements_and_pages_name_the_page_and_offset() {
     let err = big.get(&bolt, b"a").unwrap_err();
     assert!(err.to_string().contains("says it is page 9"), "{err}");
 }
+
+proptest::proptest! {
+    /// Any bytes written anywhere over a valid file: opening and walking every
+    /// bucket answers or errs, never panics.
+    #[test]
+    fn arbitrary_damage_is_an_error_never_a_panic(
+        damage in proptest::collection::vec((0usize..8192, proptest::prelude::any::<u8>()), 1..16),
+    ) {
+        let mut bytes = sample();
+        for (at, byte) in damage {
+            let at = at % bytes.len();
+            bytes[at] = byte;
+        }
+        let file = write(&bytes);
+        if let Ok(bolt) = BoltFile::open(file.path()) {
+            let root = Bucket::root(&bolt);
+            for name in [&b"big"[..], b"small"] {
+                if let Ok(Some(bucket)) = root.bucket(&bolt, name) {
+                    let _ = bucket.for_each(&bolt, |_| Ok(true));
+                    let _ = bucket.get(&bolt, b"m");
+                    let _ = bucket.bucket(&bolt, b"inner");
+                }
+            }
+        }
+    }
+}
