@@ -61,7 +61,8 @@ Each command provisions what it needs first: protoc (vendored, copied to
 target/tools/protoc) and an etcd binary. etcd 3.4 is $APISTORE_ETCD_BIN, `etcd` on
 PATH, or `apt-get install etcd-server` when running as root. etcd 3.5 and 3.6 are
 built with Go (`go` on PATH or /usr/local/go/bin/go) from interop/etcd/<version>/ into
-target/tools/etcd-<release>/, with the Go module and build caches in target/go/.";
+target/tools/etcd-<release>/, with Go's own module and build caches (GOMODCACHE,
+GOCACHE), which later runs and other clones on the machine reuse.";
 
 /// A parsed command line.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -1,9 +1,12 @@
 //! Go: finding the toolchain and building the Go programs under `interop/` (the etcd
 //! servers of `interop/etcd/<line>/` and the reference harness of `interop/reference/`).
 //!
-//! Builds use a module cache and a build cache under `target/go/`, so a clean clone's
-//! first run downloads from the Go module proxy into `target/` and later runs reuse it
-//! (`cargo clean` removes it: the cache is kept writable for that).
+//! Builds use Go's own module and build caches (`GOMODCACHE` and `GOCACHE`: by default
+//! `~/go/pkg/mod` and `~/.cache/go-build`), as any Go build does: a later run, a fresh
+//! clone's CI on the same machine included, reuses what an earlier one downloaded and
+//! compiled (the k8s.io modules of seven kube minors, k8s.io/kubernetes, etcd, kine),
+//! which under `target/` it would download and compile again every time. The module
+//! cache is kept writable (`-modcacherw`), so `go clean -modcache` can remove it.
 
 use std::env;
 use std::ffi::OsString;
@@ -16,28 +19,19 @@ use crate::run::run_step;
 /// Where Go is looked for after `PATH`: the official tarball's install location.
 const WELL_KNOWN_GO: &str = "/usr/local/go/bin/go";
 
-/// The module cache, relative to the workspace root.
-pub(crate) const MOD_CACHE_DIR: &str = "target/go/mod";
-/// The build cache, relative to the workspace root.
-pub(crate) const BUILD_CACHE_DIR: &str = "target/go/cache";
-
 /// A Go toolchain, set up to build in this workspace.
 #[derive(Debug, Clone)]
 pub(crate) struct Go {
     binary: PathBuf,
-    root: PathBuf,
 }
 
 impl Go {
     /// `go` on `PATH`, else [`WELL_KNOWN_GO`]; the error is one line saying what
     /// `needed_by` needs.
-    pub(crate) fn find(root: &Path, needed_by: &str) -> Result<Self> {
+    pub(crate) fn find(needed_by: &str) -> Result<Self> {
         let binary = find_go(env::var_os("PATH"), Path::new(WELL_KNOWN_GO))
             .ok_or_else(|| XtaskError::GoMissing(missing(needed_by)))?;
-        let go = Self {
-            binary,
-            root: root.to_path_buf(),
-        };
+        let go = Self { binary };
         println!("xtask: go: {} ({})", go.binary.display(), go.version());
         Ok(go)
     }
@@ -64,8 +58,6 @@ impl Go {
         command
             .current_dir(module_dir)
             .env("GOFLAGS", "-mod=mod -modcacherw")
-            .env("GOMODCACHE", self.root.join(MOD_CACHE_DIR))
-            .env("GOCACHE", self.root.join(BUILD_CACHE_DIR))
             .stdin(Stdio::null());
         command
     }

@@ -562,7 +562,7 @@ fn print_not_applicable() {
 /// build `cargo xtask test` makes), then runs [`PACKAGES`]' binaries against a fresh
 /// kine.
 pub(crate) fn command(root: &Path) -> Result<()> {
-    let go = Go::find(root, "cargo xtask kine")?;
+    let go = Go::find("cargo xtask kine")?;
     let cargo = crate::cargo();
     let protoc = provision::protoc(root)?;
     let binary = provision_kine(root, &go)?;

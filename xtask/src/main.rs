@@ -168,10 +168,7 @@ fn test(root: &Path, etcd: Option<EtcdVersion>, cargo_test_args: &[String]) -> R
         None => provision::etcd()?,
         Some(version) => {
             let go = if version.needs_go() {
-                Some(Go::find(
-                    root,
-                    &format!("cargo xtask test --etcd {version}"),
-                )?)
+                Some(Go::find(&format!("cargo xtask test --etcd {version}"))?)
             } else {
                 None
             };
@@ -252,7 +249,7 @@ const EXAMPLES: [&str; 5] = [
 /// `cargo xtask test` runs on 3.4. Every step runs even if an earlier one failed; the
 /// end lists each step with its time.
 fn interop(root: &Path, versions: &[EtcdVersion]) -> Result<()> {
-    let go = Go::find(root, "cargo xtask interop")?;
+    let go = Go::find("cargo xtask interop")?;
     let cargo = cargo();
     let protoc = provision::protoc(root)?;
     // Everything is built before anything runs: a broken build fails in minutes, not
