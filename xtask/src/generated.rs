@@ -110,7 +110,12 @@ pub(crate) fn golden_program(root: &Path, go: &Go, minor: u32) -> Result<PathBuf
 
 /// The golden fixtures of one kube minor generated now (by `program`) equal the
 /// committed set `golden`, file by file.
-pub(crate) fn golden_is_current(root: &Path, program: &Path, minor: u32, golden: &str) -> Result<()> {
+pub(crate) fn golden_is_current(
+    root: &Path,
+    program: &Path,
+    minor: u32,
+    golden: &str,
+) -> Result<()> {
     let out = scratch(root, &format!("golden-committed-1.{minor}"))?;
     run_step(
         Command::new(program)

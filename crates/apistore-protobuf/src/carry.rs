@@ -18,7 +18,7 @@ use std::collections::HashMap;
 
 use apistore_storage::KubeVersion;
 
-use crate::error::{ProtobufError, Step, format_path};
+use crate::error::{ProtobufError, Step, WouldDropFields, format_path};
 use crate::schema::{Message, Schema, Special, Ty};
 use crate::walk::MAX_DEPTH;
 use crate::wire::{Fields, WireVal, put_bytes, put_key, put_varint};
@@ -309,14 +309,14 @@ impl<'s> Carrier<'s> {
             ),
             (None, None) => "apistore has no schema that knows these fields; change the object with the kube-apiserver that wrote it".to_owned(),
         };
-        ProtobufError::WouldDropFields {
+        ProtobufError::WouldDropFields(Box::new(WouldDropFields {
             kind: self.kind.to_owned(),
             version: self.version,
             path: format_path(&self.path),
             fields,
             reason: why,
             fix,
-        }
+        }))
     }
 
     /// `new` (the replacing bytes of message `id`) with every field of `old` the schema

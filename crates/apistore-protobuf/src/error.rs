@@ -38,23 +38,8 @@ pub enum ProtobufError {
     },
     /// A write would drop fields of the value it replaces that the schema has no name
     /// for (a newer kube wrote them), and they cannot be carried into the new bytes.
-    #[error(
-        "refusing to write this {kind}: the stored value holds fields the kube {version} schema does not know ({fields}) under {path}, and {reason}, so the write would drop them; {fix}"
-    )]
-    WouldDropFields {
-        /// The kind being written.
-        kind: String,
-        /// The kube version of the schema used.
-        version: KubeVersion,
-        /// The JSON path of the message the fields could not be placed in.
-        path: String,
-        /// The fields, each with its protobuf number and the kube version that has it.
-        fields: String,
-        /// Why they cannot be carried.
-        reason: String,
-        /// What to do instead.
-        fix: String,
-    },
+    #[error(transparent)]
+    WouldDropFields(Box<WouldDropFields>),
     /// The object's protobuf bytes are malformed.
     #[error("decoding {kind} protobuf at {path}: {reason}")]
     Decode {
@@ -102,6 +87,27 @@ pub enum ProtobufError {
         /// What was wrong.
         reason: String,
     },
+}
+
+/// Why a write was refused rather than drop fields of the value it replaces
+/// ([`ProtobufError::WouldDropFields`]).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "refusing to write this {kind}: the stored value holds fields the kube {version} schema does not know ({fields}) under {path}, and {reason}, so the write would drop them; {fix}"
+)]
+pub struct WouldDropFields {
+    /// The kind being written.
+    pub kind: String,
+    /// The kube version of the schema used.
+    pub version: KubeVersion,
+    /// The JSON path of the message the fields could not be placed in.
+    pub path: String,
+    /// The fields, each with its protobuf number and the kube version that has it.
+    pub fields: String,
+    /// Why they cannot be carried.
+    pub reason: String,
+    /// What to do instead.
+    pub fix: String,
 }
 
 /// ` of Pod in v1` for an envelope whose typeMeta was read, else nothing.

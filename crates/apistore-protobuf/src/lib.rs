@@ -60,7 +60,7 @@ use apistore_storage::KubeVersion;
 pub use carry::UnknownField;
 pub use codec::{MediaType, PartialRead, StorageCodec, UnknownFieldsObserver};
 pub use envelope::PROTOBUF_MAGIC;
-pub use error::{ProtobufError, Result};
+pub use error::{ProtobufError, Result, WouldDropFields};
 
 use schema::Schema;
 

@@ -33,6 +33,15 @@ struct Case {
     json: String,
 }
 
+/// The kube minor of the fixtures: `APISTORE_GOLDEN_KUBE` for a set in
+/// `APISTORE_GOLDEN_DIR` (1.31, the committed `tests/golden`'s, when unset).
+fn golden_kube() -> apistore_storage::KubeVersion {
+    std::env::var("APISTORE_GOLDEN_KUBE").map_or(apistore_storage::KubeVersion::V1_31, |v| {
+        v.parse()
+            .unwrap_or_else(|e| panic!("APISTORE_GOLDEN_KUBE: {e}"))
+    })
+}
+
 fn fixture_dir() -> PathBuf {
     std::env::var_os("APISTORE_GOLDEN_DIR").map_or_else(
         || Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/golden"),
@@ -47,7 +56,7 @@ fn roundtrip_through<T>(file: &str)
 where
     T: DeserializeOwned + serde::Serialize + PartialEq + Debug,
 {
-    let kp = KubeProtobuf::k8s_1_31();
+    let kp = KubeProtobuf::for_version(golden_kube());
     let path = fixture_dir().join(file);
     let fixture: Fixture = serde_json::from_slice(&std::fs::read(&path).unwrap())
         .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
