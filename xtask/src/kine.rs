@@ -78,6 +78,11 @@ const LEASE_ID_IS_TTL: &str = "kine's LeaseGrant answers the TTL as the lease ID
 const NO_REQUEST_LIMIT: &str = "kine has no request size limit (etcd's --max-request-bytes, \
                                 1.5 MiB), so the oversized create the test expects refused \
                                 succeeds";
+/// kine writes revisions of its own.
+const OWN_REVISIONS: &str = "kine adds revisions of its own (its compaction and gap-fill \
+                             rows) at times of its choosing, so the current revision a \
+                             watch-list bookmark carries can be past the test's last write, \
+                             which the case expects exactly (failed 1 interop run of 2)";
 
 /// Every test of [`PACKAGES`] that does not run on kine. docs/conformance.md's
 /// "Backends" section lists the same, with the same reasons.
@@ -97,6 +102,11 @@ pub(crate) const NOT_APPLICABLE: &[NotApplicable] = &[
         target: "lease_manager",
         test: "a_full_lease_is_not_reused",
         reason: LEASE_ID_IS_TTL,
+    },
+    NotApplicable {
+        target: "watch_conformance",
+        test: "run_watch_semantic_initial_events_extended",
+        reason: OWN_REVISIONS,
     },
     NotApplicable {
         target: "telemetry",
