@@ -1,10 +1,12 @@
 //! What a backend of apistore over a revisioned key-value store shares.
 //!
-//! kube-apiserver has one storage backend, `pkg/storage/etcd3`; apistore has two that
-//! behave alike, the etcd3 store (`apistore-etcd3`) and the in-memory MVCC store
-//! (`apistore-memory`). Everything in which they must not differ lives here once, so
+//! kube-apiserver has one storage backend, `pkg/storage/etcd3`; apistore has three that
+//! behave alike, the etcd3 store (`apistore-etcd3`), the in-memory MVCC store
+//! (`apistore-memory`) and the read-only snapshot store (`apistore-snapshot`). Everything in which they must not differ lives here once, so
 //! that a rule of the reference (k8s.io/apiserver v0.31.1) is kept in one place:
 //!
+//! - [`key`]: key scoping: the path prefix, `prepareKey`'s validation, the directory
+//!   form of a recursive read and etcd's prefix range end (`etcd3/store.go`);
 //! - [`object`]: objects to stored bytes and back, the codec then the value
 //!   transformer with the stored key as authenticated data, the resourceVersion cleared
 //!   before encoding and set from the mod revision after decoding (`etcd3/store.go`);
@@ -23,6 +25,7 @@
 //! tokio's); it depends on the contract, the versioner and the transformers.
 
 pub mod event;
+pub mod key;
 pub mod list;
 pub mod object;
 pub mod watch;

@@ -6,7 +6,7 @@
 //! v0.31.1: `getStartWatchResourceVersion`, `areInitialEventsRequired` and
 //! `isInitialEventsEndBookmarkRequired` ([`StartPlan`], with the reference's quirks when
 //! the `WatchList` gate is off, its default in v0.31.1), `GetCurrentResourceVersionFromStorage`
-//! ([`CURRENT_REVISION_LIMIT`], [`revision_of_list`]), the 504 for a resourceVersion
+//! ([`current_revision_list`], [`revision_of_list`]), the 504 for a resourceVersion
 //! in the future and the 410 for one compacted away, `outgoingBufSize`
 //! ([`OUTGOING_BUFFER`]) and `transformErrorToEvent` ([`watch_error_status`]).
 //! How a backend follows its changes (etcd's watch stream, the memory store's history)

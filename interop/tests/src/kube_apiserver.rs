@@ -75,7 +75,7 @@ impl KubeApiServer {
     /// default) with `encryption_config`, and waits until `/readyz` answers 200.
     ///
     /// # Panics
-    /// When it cannot start or is not ready within [`READY_TIMEOUT`]; the message ends
+    /// When it cannot start or is not ready within `READY_TIMEOUT`; the message ends
     /// with its log's last lines.
     pub async fn start(binary: &Path, etcd_endpoint: &str, encryption_config: &Path) -> Self {
         let dir = tempfile::tempdir().unwrap_or_else(|err| panic!("tempdir: {err}"));
