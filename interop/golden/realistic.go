@@ -231,7 +231,7 @@ func pod() *corev1.Pod {
 		Spec:       podSpec(),
 	}
 	p.GenerateName = "api-7c9d8b6f5-"
-	p.Spec.NodeName = "ip-10-0-1-23.ec2.internal"
+	p.Spec.NodeName = "ip-127-0-1-23.ec2.internal"
 	ready := func(t corev1.PodConditionType) corev1.PodCondition {
 		return corev1.PodCondition{Type: t, Status: corev1.ConditionTrue, LastTransitionTime: later}
 	}
@@ -255,10 +255,10 @@ func pod() *corev1.Pod {
 		Conditions: []corev1.PodCondition{
 			ready(corev1.PodInitialized), ready(corev1.PodReady), ready(corev1.ContainersReady), ready(corev1.PodScheduled),
 		},
-		HostIP:    "10.0.1.23",
-		HostIPs:   []corev1.HostIP{{IP: "10.0.1.23"}},
-		PodIP:     "10.244.3.17",
-		PodIPs:    []corev1.PodIP{{IP: "10.244.3.17"}, {IP: "fd00:10:244:3::11"}},
+		HostIP:    "127.0.1.23",
+		HostIPs:   []corev1.HostIP{{IP: "127.0.1.23"}},
+		PodIP:     "127.244.3.17",
+		PodIPs:    []corev1.PodIP{{IP: "127.244.3.17"}, {IP: "fd00:10:244:3::11"}},
 		StartTime: ptr(created),
 		ContainerStatuses: []corev1.ContainerStatus{
 			status("api", "registry.example.com/api:v1.8.2", 1),
@@ -400,8 +400,8 @@ func realisticObjects() map[schema.GroupVersionKind][]namedObject {
 				{Name: "metrics", Protocol: corev1.ProtocolTCP, Port: 9090, TargetPort: intstr.FromInt32(9090), AppProtocol: ptr("http")},
 			},
 			Selector:              map[string]string{"app.kubernetes.io/name": "api"},
-			ClusterIP:             "10.96.12.34",
-			ClusterIPs:            []string{"10.96.12.34", "fd00:10:96::c22"},
+			ClusterIP:             "127.96.12.34",
+			ClusterIPs:            []string{"127.96.12.34", "fd00:10:96::c22"},
 			Type:                  corev1.ServiceTypeClusterIP,
 			SessionAffinity:       corev1.ServiceAffinityNone,
 			IPFamilies:            []corev1.IPFamily{corev1.IPv4Protocol, corev1.IPv6Protocol},
@@ -414,7 +414,7 @@ func realisticObjects() map[schema.GroupVersionKind][]namedObject {
 		Spec: corev1.ServiceSpec{
 			Ports:                         []corev1.ServicePort{{Name: "https", Protocol: corev1.ProtocolTCP, Port: 443, TargetPort: intstr.FromInt32(8443), NodePort: 31443}},
 			Selector:                      map[string]string{"app": "ingress-nginx"},
-			ClusterIP:                     "10.96.0.200",
+			ClusterIP:                     "127.96.0.200",
 			Type:                          corev1.ServiceTypeLoadBalancer,
 			ExternalTrafficPolicy:         corev1.ServiceExternalTrafficPolicyLocal,
 			HealthCheckNodePort:           32100,
@@ -427,8 +427,8 @@ func realisticObjects() map[schema.GroupVersionKind][]namedObject {
 	add("endpoints", &corev1.Endpoints{
 		ObjectMeta: meta("api", "prod", "kube-controller-manager", nil),
 		Subsets: []corev1.EndpointSubset{{
-			Addresses:         []corev1.EndpointAddress{{IP: "10.244.3.17", NodeName: ptr("ip-10-0-1-23.ec2.internal"), TargetRef: &corev1.ObjectReference{Kind: "Pod", Namespace: "prod", Name: "api-7c9d8b6f5-x2k4q", UID: "5f2b1c9e"}}},
-			NotReadyAddresses: []corev1.EndpointAddress{{IP: "10.244.1.9", Hostname: "api-1"}},
+			Addresses:         []corev1.EndpointAddress{{IP: "127.244.3.17", NodeName: ptr("ip-127-0-1-23.ec2.internal"), TargetRef: &corev1.ObjectReference{Kind: "Pod", Namespace: "prod", Name: "api-7c9d8b6f5-x2k4q", UID: "5f2b1c9e"}}},
+			NotReadyAddresses: []corev1.EndpointAddress{{IP: "127.244.1.9", Hostname: "api-1"}},
 			Ports:             []corev1.EndpointPort{{Name: "http", Port: 8080, Protocol: corev1.ProtocolTCP}},
 		}},
 	})
@@ -436,10 +436,10 @@ func realisticObjects() map[schema.GroupVersionKind][]namedObject {
 		ObjectMeta:  meta("api-8x7kq", "prod", "endpointslice-controller.k8s.io", owner("v1", "Service", "api")),
 		AddressType: discoveryv1.AddressTypeIPv4,
 		Endpoints: []discoveryv1.Endpoint{{
-			Addresses:  []string{"10.244.3.17"},
+			Addresses:  []string{"127.244.3.17"},
 			Conditions: discoveryv1.EndpointConditions{Ready: ptr(true), Serving: ptr(true), Terminating: ptr(false)},
 			TargetRef:  &corev1.ObjectReference{Kind: "Pod", Namespace: "prod", Name: "api-7c9d8b6f5-x2k4q", UID: "5f2b1c9e"},
-			NodeName:   ptr("ip-10-0-1-23.ec2.internal"),
+			NodeName:   ptr("ip-127-0-1-23.ec2.internal"),
 			Zone:       ptr("us-east-1a"),
 			Hints:      &discoveryv1.EndpointHints{ForZones: []discoveryv1.ForZone{{Name: "us-east-1a"}}},
 		}},
@@ -468,10 +468,10 @@ func realisticObjects() map[schema.GroupVersionKind][]namedObject {
 		Immutable:  ptr(true),
 	})
 	add("node", &corev1.Node{
-		ObjectMeta: meta("ip-10-0-1-23.ec2.internal", "", "kubelet", nil),
+		ObjectMeta: meta("ip-127-0-1-23.ec2.internal", "", "kubelet", nil),
 		Spec: corev1.NodeSpec{
-			PodCIDR:    "10.244.3.0/24",
-			PodCIDRs:   []string{"10.244.3.0/24", "fd00:10:244:3::/64"},
+			PodCIDR:    "127.244.3.0/24",
+			PodCIDRs:   []string{"127.244.3.0/24", "fd00:10:244:3::/64"},
 			ProviderID: "aws:///us-east-1a/i-0123456789abcdef0",
 			Taints:     []corev1.Taint{{Key: "dedicated", Value: "api", Effect: corev1.TaintEffectNoSchedule, TimeAdded: ptr(created)}},
 		},
@@ -484,9 +484,9 @@ func realisticObjects() map[schema.GroupVersionKind][]namedObject {
 				{Type: corev1.NodeReady, Status: corev1.ConditionTrue, LastHeartbeatTime: later, LastTransitionTime: created, Reason: "KubeletReady", Message: "kubelet is posting ready status"},
 			},
 			Addresses: []corev1.NodeAddress{
-				{Type: corev1.NodeInternalIP, Address: "10.0.1.23"},
-				{Type: corev1.NodeHostName, Address: "ip-10-0-1-23.ec2.internal"},
-				{Type: corev1.NodeInternalDNS, Address: "ip-10-0-1-23.ec2.internal"},
+				{Type: corev1.NodeInternalIP, Address: "127.0.1.23"},
+				{Type: corev1.NodeHostName, Address: "ip-127-0-1-23.ec2.internal"},
+				{Type: corev1.NodeInternalDNS, Address: "ip-127-0-1-23.ec2.internal"},
 			},
 			DaemonEndpoints: corev1.NodeDaemonEndpoints{KubeletEndpoint: corev1.DaemonEndpoint{Port: 10250}},
 			NodeInfo: corev1.NodeSystemInfo{
@@ -514,14 +514,14 @@ func realisticObjects() map[schema.GroupVersionKind][]namedObject {
 		InvolvedObject:      corev1.ObjectReference{Kind: "Pod", Namespace: "prod", Name: "api-7c9d8b6f5-x2k4q", UID: "5f2b1c9e", APIVersion: "v1", ResourceVersion: "81234", FieldPath: "spec.containers{api}"},
 		Reason:              "BackOff",
 		Message:             `Back-off restarting failed container api in pod api-7c9d8b6f5-x2k4q_prod(5f2b1c9e) <"quoted"> & more`,
-		Source:              corev1.EventSource{Component: "kubelet", Host: "ip-10-0-1-23.ec2.internal"},
+		Source:              corev1.EventSource{Component: "kubelet", Host: "ip-127-0-1-23.ec2.internal"},
 		FirstTimestamp:      created,
 		LastTimestamp:       later,
 		Count:               42,
 		Type:                corev1.EventTypeWarning,
 		EventTime:           metav1.MicroTime{},
 		ReportingController: "kubelet",
-		ReportingInstance:   "ip-10-0-1-23.ec2.internal",
+		ReportingInstance:   "ip-127-0-1-23.ec2.internal",
 	})
 	add("event-series", &corev1.Event{
 		ObjectMeta:          meta("api.17f4a3b2c1d0e9f9", "prod", "kube-controller-manager", nil),
@@ -544,8 +544,8 @@ func realisticObjects() map[schema.GroupVersionKind][]namedObject {
 		Action:                   "Binding",
 		Reason:                   "Scheduled",
 		Regarding:                corev1.ObjectReference{Kind: "Pod", Namespace: "prod", Name: "api-7c9d8b6f5-x2k4q", UID: "5f2b1c9e", APIVersion: "v1", ResourceVersion: "81200"},
-		Related:                  &corev1.ObjectReference{Kind: "Node", Name: "ip-10-0-1-23.ec2.internal", APIVersion: "v1"},
-		Note:                     "Successfully assigned prod/api-7c9d8b6f5-x2k4q to ip-10-0-1-23.ec2.internal",
+		Related:                  &corev1.ObjectReference{Kind: "Node", Name: "ip-127-0-1-23.ec2.internal", APIVersion: "v1"},
+		Note:                     "Successfully assigned prod/api-7c9d8b6f5-x2k4q to ip-127-0-1-23.ec2.internal",
 		Type:                     "Normal",
 		DeprecatedFirstTimestamp: created,
 		DeprecatedLastTimestamp:  later,
@@ -562,8 +562,8 @@ func realisticObjects() map[schema.GroupVersionKind][]namedObject {
 		},
 	})
 	add("lease-node", &coordinationv1.Lease{
-		ObjectMeta: meta("ip-10-0-1-23.ec2.internal", "kube-node-lease", "kubelet", owner("v1", "Node", "ip-10-0-1-23.ec2.internal")),
-		Spec:       coordinationv1.LeaseSpec{HolderIdentity: ptr("ip-10-0-1-23.ec2.internal"), LeaseDurationSeconds: ptr(int32(40)), RenewTime: ptr(micro)},
+		ObjectMeta: meta("ip-127-0-1-23.ec2.internal", "kube-node-lease", "kubelet", owner("v1", "Node", "ip-127-0-1-23.ec2.internal")),
+		Spec:       coordinationv1.LeaseSpec{HolderIdentity: ptr("ip-127-0-1-23.ec2.internal"), LeaseDurationSeconds: ptr(int32(40)), RenewTime: ptr(micro)},
 	})
 
 	rules := []rbacv1.PolicyRule{
@@ -651,7 +651,7 @@ func realisticObjects() map[schema.GroupVersionKind][]namedObject {
 				Ports: []networkingv1.NetworkPolicyPort{{Protocol: ptr(corev1.ProtocolTCP), Port: ptr(intstr.FromInt32(8080))}, {Protocol: ptr(corev1.ProtocolTCP), Port: ptr(intstr.FromString("metrics")), EndPort: nil}},
 				From: []networkingv1.NetworkPolicyPeer{
 					{NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"kubernetes.io/metadata.name": "ingress"}}},
-					{IPBlock: &networkingv1.IPBlock{CIDR: "10.0.0.0/8", Except: []string{"10.0.99.0/24"}}},
+					{IPBlock: &networkingv1.IPBlock{CIDR: "127.0.0.0/8", Except: []string{"127.0.99.0/24"}}},
 				},
 			}},
 			Egress:      []networkingv1.NetworkPolicyEgressRule{{Ports: []networkingv1.NetworkPolicyPort{{Protocol: ptr(corev1.ProtocolUDP), Port: ptr(intstr.FromInt32(53)), EndPort: ptr(int32(54))}}}},

@@ -179,7 +179,7 @@ mod tests {
             Err(ParseKubeVersionError::Unknown { major: 2, .. })
         ));
         for bad in [
-            "", "1", "1.", "x.y", "1.37.", "1.37.2.1", "1.-3", "v", "1..37",
+            "", "1", "1.", "x.y", "1.37.", "1.37.2a", "1.-3", "v", "1..37",
         ] {
             assert!(
                 matches!(

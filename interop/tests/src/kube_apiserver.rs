@@ -95,7 +95,7 @@ impl KubeApiServer {
             // envtest's loopback setup: no endpoints reconciler writing the `kubernetes`
             // Service's endpoints, services from a small range.
             "--endpoint-reconciler-type=none".to_owned(),
-            "--service-cluster-ip-range=10.0.0.0/24".to_owned(),
+            "--service-cluster-ip-range=127.96.0.0/24".to_owned(),
             format!("--cert-dir={}", path(dir.path())),
             format!("--tls-cert-file={}", path(&files.serving_cert)),
             format!("--tls-private-key-file={}", path(&files.serving_key)),

@@ -283,7 +283,7 @@ pub(crate) fn added_after_1_31() -> Vec<Case> {
                 "apiVersion": "networking.k8s.io/v1",
                 "kind": "ServiceCIDR",
                 "metadata": {"name": "extra"},
-                "spec": {"cidrs": ["10.1.0.0/24"]}
+                "spec": {"cidrs": ["127.97.0.0/24"]}
             }),
         ),
         Case::new(
@@ -293,7 +293,7 @@ pub(crate) fn added_after_1_31() -> Vec<Case> {
             json!({
                 "apiVersion": "networking.k8s.io/v1",
                 "kind": "IPAddress",
-                "metadata": {"name": "10.1.0.10"},
+                "metadata": {"name": "127.97.0.10"},
                 "spec": {"parentRef": {"group": "", "resource": "services", "namespace": NAMESPACE, "name": "svc1"}}
             }),
         ),
