@@ -425,7 +425,8 @@ async fn watch_until(
 
 /// Waits until kube says the CRD is established.
 async fn wait_established(kube: &KubeClient, crd: &Case) {
-    for _ in 0..100 {
+    // A condition polled, not a time waited: 60 s bounds it for a loaded machine.
+    for _ in 0..600 {
         let served = kube.get(&crd.path()).await;
         let established = served["status"]["conditions"]
             .as_array()
@@ -439,7 +440,7 @@ async fn wait_established(kube: &KubeClient, crd: &Case) {
         }
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
-    panic!("{crd} was not established within 10 s");
+    panic!("{crd} was not established within 60 s");
 }
 
 /// The stored bytes under `/registry/<key>`.
