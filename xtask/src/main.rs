@@ -328,10 +328,14 @@ fn interop(root: &Path, versions: &[EtcdVersion]) -> Result<()> {
         if *version != EtcdVersion::V3_4 {
             let started = Instant::now();
             report.outcome(
-                format!("etcd3 and fixture suites (apistore-etcd3, apistore-testing) on {release}"),
+                format!(
+                    "etcd3, fixture and snapshot suites (apistore-etcd3, apistore-testing, \
+                     apistore-snapshot) on {release}"
+                ),
                 started,
                 run_all(
-                    build.tests_of(&["apistore-etcd3", "apistore-testing"]),
+                    // The snapshot suites save snapshots from this etcd and read them.
+                    build.tests_of(&["apistore-etcd3", "apistore-testing", "apistore-snapshot"]),
                     &etcd_env,
                     &[],
                 ),

@@ -31,6 +31,12 @@ pub(crate) struct GlobalArgs {
         value_delimiter = ','
     )]
     pub(crate) endpoints: Vec<String>,
+    /// Read an etcd snapshot file (`etcdctl snapshot save`, `etcdutl`) or a member's
+    /// data directory or `member/snap/db` instead of etcd: no etcd process, nothing
+    /// written. For `get` (`--rv N` reads the object as of revision N), `list`, `keys`,
+    /// `count`, `history` and `analyze`; `--endpoints` is then not used.
+    #[arg(long, global = true, value_name = "FILE")]
+    pub(crate) snapshot: Option<PathBuf>,
     /// The key prefix (kube-apiserver's --etcd-prefix).
     #[arg(long, global = true, default_value = "/registry")]
     pub(crate) prefix: String,
@@ -240,6 +246,39 @@ pub(crate) enum Command {
     /// Encryption at rest: re-encrypt stale values after a key rotation.
     #[command(subcommand)]
     Encryption(EncryptionCommand),
+    /// Every revision of an object etcd (or the --snapshot file) still holds, oldest
+    /// first: its revision, event (ADDED, MODIFIED, DELETED), the manager and operation
+    /// of the managedFields entry that changed, and a unified diff of the YAML against
+    /// the previous revision. `-o json`: an array of `{revision, type, object, diff}`.
+    /// History before the compacted revision is gone, and says so. Online, the object's
+    /// current life is read revision by revision (a deleted object needs --snapshot).
+    #[command(
+        after_help = "Examples:\n  apistore history configmaps/default/cm1\n  apistore --snapshot backup.db history secrets/default/s1 -o json"
+    )]
+    History {
+        /// The key, relative to the prefix.
+        key: String,
+    },
+    /// Where the bytes go: per resource (or per namespace with --by namespace) the
+    /// object count, bytes of current values, bytes of every revision held (with
+    /// --snapshot), the share of managedFields and of the last-applied annotation,
+    /// encodings and encryption providers and keys; the largest objects; values stored
+    /// in plaintext under a resource the --encryption-config encrypts (a finding).
+    /// A table by default; `-o json` one object.
+    #[command(
+        after_help = "Examples:\n  apistore --snapshot backup.db analyze\n  apistore analyze secrets --by namespace -o json"
+    )]
+    Analyze(AnalyzeArgs),
+    /// Restore objects from a snapshot into the etcd of --endpoints: each as the file
+    /// holds it (uid, creationTimestamp and every field kept), encoded and encrypted as
+    /// the cluster writes it today (the current write key). Create-only (AlreadyExists
+    /// unless --overwrite, which replaces by compare-and-swap); a prefix restores every
+    /// object under it; each object is written whole or not at all. Prints a summary
+    /// (restored, skipped, failed); exits 1 if any failed.
+    #[command(
+        after_help = "Examples:\n  apistore restore configmaps/default/cm1 --from-snapshot backup.db\n  apistore restore secrets/kube-system --from-snapshot backup.db --rv 1234 --dry-run"
+    )]
+    Restore(RestoreArgs),
     /// List the objects under a prefix as a `List`.
     #[command(
         after_help = "Examples:\n  apistore list configmaps --limit 500\n  apistore list pods/default -l app=web --all"
@@ -288,6 +327,49 @@ pub(crate) struct ListArgs {
     /// stderr, instead of failing (selectors apply; paging does not).
     #[arg(long)]
     pub(crate) skip_undecodable: bool,
+}
+
+/// The flags of `analyze`.
+#[derive(Debug, Args)]
+pub(crate) struct AnalyzeArgs {
+    /// The prefix, relative to the store prefix (every key when none is given).
+    #[arg(value_name = "PREFIX")]
+    pub(crate) key_prefix: Option<String>,
+    /// Group by resource (the default) or by resource and namespace.
+    #[arg(long, value_enum, default_value_t = AnalyzeBy::Resource)]
+    pub(crate) by: AnalyzeBy,
+    /// How many of the largest objects to name.
+    #[arg(long, default_value_t = 10)]
+    pub(crate) top: usize,
+}
+
+/// What `analyze` groups by.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub(crate) enum AnalyzeBy {
+    /// One row per resource.
+    Resource,
+    /// One row per resource and namespace.
+    Namespace,
+}
+
+/// The flags of `restore`.
+#[derive(Debug, Args)]
+pub(crate) struct RestoreArgs {
+    /// Keys or prefixes, relative to the store prefix.
+    #[arg(value_name = "KEY", required = true)]
+    pub(crate) keys: Vec<String>,
+    /// The snapshot file (or data directory) to restore from.
+    #[arg(long, value_name = "FILE")]
+    pub(crate) from_snapshot: PathBuf,
+    /// The revision of the snapshot to restore (0: its last).
+    #[arg(long = "rv", default_value_t = 0)]
+    pub(crate) revision: i64,
+    /// Say what would be restored; write nothing.
+    #[arg(long)]
+    pub(crate) dry_run: bool,
+    /// Replace objects that exist, each by compare-and-swap on the revision read.
+    #[arg(long)]
+    pub(crate) overwrite: bool,
 }
 
 /// The flags of `watch`.

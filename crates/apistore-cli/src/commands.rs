@@ -5,11 +5,21 @@
 //! the read commands `read.rs`'s, the writes `write.rs`'s, the rewrite `rewrite.rs`'s.
 
 mod connect;
+mod offline;
 mod read;
+mod restore;
 mod write;
+
+use std::path::Path;
 
 use crate::args::{Cli, Command, EncryptionCommand, GlobalArgs};
 use crate::error::CliError;
+use crate::offline::Offline;
+
+pub(crate) use connect::{
+    kube_version, raw_store, resource_of, storage_media_type, warn_partial_reads,
+};
+pub(crate) use offline::path_prefix;
 
 pub(crate) async fn run(cli: Cli) -> Result<(), CliError> {
     if let Command::Completions { shell } = cli.command {
@@ -76,6 +86,9 @@ async fn run_command(
             ));
         }
     }
+    if let Some(path) = &global.snapshot {
+        return run_offline(command, global, path).await;
+    }
     let api = connect::connect(global, registry).await?;
     match command {
         // Handled before connecting.
@@ -118,6 +131,9 @@ async fn run_command(
             revision,
         } => read::keys(&api, global, key_prefix.as_deref(), revision).await,
         Command::Count { key_prefix } => read::count(&api, global, &key_prefix).await,
+        Command::History { key } => crate::history::online(&api, global, &key).await,
+        Command::Analyze(args) => crate::analyze::online(&api, global, &args).await,
+        Command::Restore(args) => restore::restore(&api, global, args).await,
         Command::List(args) => read::list(&api, global, args).await,
         Command::Watch(args) => read::watch(&api, global, args).await,
         Command::Encryption(EncryptionCommand::Rewrite {
@@ -141,5 +157,60 @@ async fn run_command(
             )
             .await
         }
+    }
+}
+
+/// A reading command answered from the `--snapshot` file, with no etcd; the others
+/// are refused, since the file is read-only and has no live changes.
+async fn run_offline(command: Command, global: &GlobalArgs, path: &Path) -> Result<(), CliError> {
+    let name = match &command {
+        Command::Get { .. }
+        | Command::Keys { .. }
+        | Command::Count { .. }
+        | Command::List(_)
+        | Command::History { .. }
+        | Command::Analyze(_) => None,
+        Command::Create { .. } => Some("create"),
+        Command::Update { .. } => Some("update"),
+        Command::Delete { .. } => Some("delete"),
+        Command::Watch(_) => Some("watch"),
+        Command::Restore(_) => Some("restore (it reads --from-snapshot and writes to etcd)"),
+        Command::Encryption(_) => Some("encryption rewrite"),
+        Command::Completions { .. } => Some("completions"),
+    };
+    if let Some(name) = name {
+        return Err(CliError::Usage(format!(
+            "{name} does not take --snapshot: a snapshot is read-only, for get, list, keys, \
+             count, history and analyze"
+        )));
+    }
+    let offline = Offline::open(global, path)?;
+    match command {
+        Command::Get {
+            key,
+            resource_version,
+            raw,
+            raw_out,
+            ..
+        } => {
+            offline::get(
+                &offline,
+                global,
+                &key,
+                resource_version.as_deref(),
+                raw,
+                raw_out.as_deref(),
+            )
+            .await
+        }
+        Command::Keys {
+            key_prefix,
+            revision,
+        } => offline::keys(&offline, global, key_prefix.as_deref(), revision),
+        Command::Count { key_prefix } => offline::count(&offline, global, &key_prefix).await,
+        Command::List(args) => offline::list(&offline, global, args).await,
+        Command::History { key } => crate::history::offline(&offline, global, &key),
+        Command::Analyze(args) => crate::analyze::offline(&offline, global, &args),
+        _ => Ok(()),
     }
 }

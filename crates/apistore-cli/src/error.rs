@@ -79,6 +79,17 @@ pub(crate) enum CliError {
     /// The result could not be printed.
     #[error("{0}")]
     Output(String),
+    /// A restore left keys unrestored: some failed, some exist (without --overwrite).
+    #[error("restore incomplete: {failed} failed, {skipped} skipped")]
+    RestoreIncomplete {
+        /// Keys that could not be read or written.
+        failed: usize,
+        /// Keys not written (they exist, or another key failed).
+        skipped: usize,
+    },
+    /// The `--snapshot` or `--from-snapshot` file cannot be read: what and where.
+    #[error("{0}")]
+    Snapshot(apistore_snapshot::SnapshotError),
     /// The command was stopped by SIGINT (Ctrl-C) before it ended.
     #[error("stopped by SIGINT")]
     Interrupted,
@@ -91,8 +102,12 @@ impl CliError {
             Self::Storage(err) => err.status().reason,
             Self::Connect(BuildError::Connect(_)) => "ServiceUnavailable".to_owned(),
             Self::Connect(_) => "BadRequest".to_owned(),
-            Self::RewriteFailed { .. } | Self::Output(_) => "InternalError".to_owned(),
+            Self::RewriteFailed { .. } | Self::Output(_) | Self::Snapshot(_) => {
+                "InternalError".to_owned()
+            }
             Self::Interrupted => "Interrupted".to_owned(),
+            Self::RestoreIncomplete { failed: 0, .. } => "AlreadyExists".to_owned(),
+            Self::RestoreIncomplete { .. } => "InternalError".to_owned(),
             Self::Tls(_)
             | Self::ReadFile { .. }
             | Self::NotAnObject { .. }
@@ -119,7 +134,12 @@ impl CliError {
             | Self::FlagValue { .. }
             | Self::Key(_)
             | Self::Usage(_) => 2,
-            Self::Storage(_) | Self::Connect(_) | Self::RewriteFailed { .. } | Self::Output(_) => 1,
+            Self::Storage(_)
+            | Self::Connect(_)
+            | Self::RewriteFailed { .. }
+            | Self::Output(_)
+            | Self::Snapshot(_)
+            | Self::RestoreIncomplete { .. } => 1,
         }
     }
 }

@@ -1,11 +1,16 @@
 //! The `apistore` command: objects in etcd, read and written the way kube-apiserver does.
 
+mod analyze;
 mod args;
 mod commands;
+mod diff;
 mod error;
 mod fields;
+mod history;
 mod kms;
+mod layers;
 mod object;
+mod offline;
 mod output;
 mod raw;
 mod rewrite;

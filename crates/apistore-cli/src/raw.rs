@@ -47,7 +47,7 @@ pub(crate) fn escape(value: &[u8]) -> String {
 /// One row of `apistore keys`.
 #[derive(Debug, Serialize)]
 #[serde(rename_all = "camelCase")]
-struct KeyRow {
+pub(crate) struct KeyRow {
     key: String,
     mod_revision: i64,
     create_revision: i64,
@@ -57,17 +57,34 @@ struct KeyRow {
     encoding: String,
 }
 
+impl KeyRow {
+    /// The row of a key (relative to the prefix) with etcd's metadata and its value.
+    pub(crate) fn new(
+        key: String,
+        [mod_revision, create_revision, version, lease]: [i64; 4],
+        value: &[u8],
+    ) -> Self {
+        Self {
+            key,
+            mod_revision,
+            create_revision,
+            version,
+            lease,
+            size: value.len(),
+            encoding: encoding(value),
+        }
+    }
+}
+
 impl From<&RawEntry> for KeyRow {
     fn from(entry: &RawEntry) -> Self {
-        Self {
-            key: entry.key.clone(),
-            mod_revision: entry.mod_revision,
-            create_revision: entry.create_revision,
-            version: entry.version,
-            lease: entry.lease,
-            size: entry.value.len(),
-            encoding: encoding(&entry.value),
-        }
+        let meta = [
+            entry.mod_revision,
+            entry.create_revision,
+            entry.version,
+            entry.lease,
+        ];
+        Self::new(entry.key.clone(), meta, &entry.value)
     }
 }
 
@@ -87,7 +104,14 @@ pub(crate) fn print_keys(
     format: Option<OutputFormat>,
     entries: &[RawEntry],
 ) -> Result<(), CliError> {
-    let rows: Vec<KeyRow> = entries.iter().map(KeyRow::from).collect();
+    print_key_rows(format, entries.iter().map(KeyRow::from).collect())
+}
+
+/// Prints rows of keys as [`print_keys`] does.
+pub(crate) fn print_key_rows(
+    format: Option<OutputFormat>,
+    rows: Vec<KeyRow>,
+) -> Result<(), CliError> {
     match format.unwrap_or(OutputFormat::Table) {
         format @ (OutputFormat::Json | OutputFormat::Yaml) => print(format, &rows),
         OutputFormat::Name => {
@@ -115,13 +139,13 @@ pub(crate) fn print_keys(
 }
 
 /// Prints a stored value escaped on one line, or writes it as it is to `path`.
-pub(crate) fn print_raw(entry: &RawEntry, out: Option<&std::path::Path>) -> Result<(), CliError> {
+pub(crate) fn print_raw(value: &[u8], out: Option<&std::path::Path>) -> Result<(), CliError> {
     match out {
-        Some(path) => std::fs::write(path, &entry.value).map_err(|e| {
+        Some(path) => std::fs::write(path, value).map_err(|e| {
             CliError::Output(format!("cannot write the value to {}: {e}", path.display()))
         }),
         None => {
-            let mut line = escape(&entry.value);
+            let mut line = escape(value);
             line.push('\n');
             let mut stdout = std::io::stdout().lock();
             stdout

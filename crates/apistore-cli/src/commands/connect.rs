@@ -28,26 +28,11 @@ pub(super) async fn connect(
     if let Some(path) = &global.encryption_config {
         builder = builder.encryption_config_file(path);
     }
-    let kube_version = match &global.kube_version {
-        Some(text) => text
-            .parse::<KubeVersion>()
-            .map_err(|e| CliError::FlagValue {
-                flag: "--kube-version",
-                message: e.to_string(),
-            })?,
-        None => KubeVersion::LATEST,
-    };
+    let kube_version = kube_version(global)?;
     builder = builder
         .kube_version(kube_version)
         .observe_unknown_fields(warn_partial_reads(kube_version));
-    if let Some(media_type) = &global.storage_media_type {
-        let media_type =
-            media_type
-                .parse::<apistore::MediaType>()
-                .map_err(|e| CliError::FlagValue {
-                    flag: "--storage-media-type",
-                    message: e.to_string(),
-                })?;
+    if let Some(media_type) = storage_media_type(global)? {
         builder = builder.storage_media_type(media_type);
     }
     let tls = apistore::TlsConfig::from_files(
@@ -85,9 +70,39 @@ pub(super) async fn connect(
     Ok(api)
 }
 
+/// `--kube-version`, the newest known when not given.
+pub(crate) fn kube_version(global: &GlobalArgs) -> Result<KubeVersion, CliError> {
+    match &global.kube_version {
+        Some(text) => text
+            .parse::<KubeVersion>()
+            .map_err(|e| CliError::FlagValue {
+                flag: "--kube-version",
+                message: e.to_string(),
+            }),
+        None => Ok(KubeVersion::LATEST),
+    }
+}
+
+/// `--storage-media-type`, when given.
+pub(crate) fn storage_media_type(
+    global: &GlobalArgs,
+) -> Result<Option<apistore::MediaType>, CliError> {
+    global
+        .storage_media_type
+        .as_deref()
+        .map(|text| {
+            text.parse::<apistore::MediaType>()
+                .map_err(|e| CliError::FlagValue {
+                    flag: "--storage-media-type",
+                    message: e.to_string(),
+                })
+        })
+        .transpose()
+}
+
 /// An observer that names on stderr, once per object, every value read without some
 /// of its fields: what the output does not show, and that updates keep it.
-fn warn_partial_reads(version: KubeVersion) -> apistore::UnknownFieldsObserver {
+pub(crate) fn warn_partial_reads(version: KubeVersion) -> apistore::UnknownFieldsObserver {
     let warned: Mutex<HashSet<String>> = Mutex::default();
     Arc::new(move |read: &apistore::PartialRead| {
         let object = read.object();
@@ -127,7 +142,7 @@ pub(crate) fn partial_read_message(version: KubeVersion, read: &apistore::Partia
 /// The resource a key belongs to, as kube-apiserver's storage layout places it
 /// (`deployments/default/d1` is `deployments.apps`, `example.com/widgets/default/w1` is
 /// `widgets.example.com`), or `--resource` when given.
-pub(super) fn resource_of(
+pub(crate) fn resource_of(
     api: &ApiStore,
     global: &GlobalArgs,
     key: &str,
@@ -143,7 +158,7 @@ pub(super) fn resource_of(
 
 /// A store that reads any key under the prefix, for `keys` (which need not name a
 /// resource): the resource of the prefix when the layout places it, for its metrics.
-pub(super) fn raw_store(
+pub(crate) fn raw_store(
     api: &ApiStore,
     global: &GlobalArgs,
     prefix: Option<&str>,

@@ -43,7 +43,7 @@ pub(super) async fn get(
         let Some(entry) = store.raw_get(key, revision).await? else {
             return Err(StorageError::not_found(store.prepare_key(key)?).into());
         };
-        return print_raw(&entry, raw_out);
+        return print_raw(&entry.value, raw_out);
     }
     let read = if exact {
         get_exact(&store, key, resource_version.unwrap_or_default()).await
@@ -97,23 +97,58 @@ pub(super) async fn list(
     global: &GlobalArgs,
     args: ListArgs,
 ) -> Result<(), CliError> {
-    let ListArgs {
-        key_prefix: prefix,
-        limit,
-        continue_token,
-        resource_version,
-        resource_version_match,
-        selector,
-        field_selector,
-        all,
-        skip_undecodable,
-    } = args;
     let format = global.format();
+    let prefix = args.key_prefix.clone();
     let resource = resource_of(api, global, &prefix)?;
     let store = selectable_store(api, &resource, false);
+    let mut options = list_options(&args, &resource, &store.prepare_key(&prefix)?)?;
+    if args.skip_undecodable {
+        let list = list_skipping_undecodable(&store, &prefix, &options).await?;
+        warn_if_unknown_and_empty(api, &store, &resource, &prefix, list.items.len()).await;
+        return print(format, &list);
+    }
+    let list: ObjectList<Selectable> = match store.list(&prefix, &options).await {
+        Ok(list) => list,
+        Err(err) => return Err(explain_read_error(&store, global, &prefix, err).await),
+    };
+    let list = follow_pages(&store, &prefix, &mut options, list, args.all).await?;
+    warn_if_unknown_and_empty(api, &store, &resource, &prefix, list.items.len()).await;
+    print(format, &list)
+}
+
+/// With `all`, the pages after `list` (each from the previous one's continue token)
+/// added to it; `list` as it is otherwise.
+pub(super) async fn follow_pages<S: Storage>(
+    store: &S,
+    prefix: &str,
+    options: &mut ListOptions,
+    mut list: ObjectList<S::Object>,
+    all: bool,
+) -> Result<ObjectList<S::Object>, CliError> {
+    while all && !list.metadata.continue_token.is_empty() {
+        options.predicate.continue_token = std::mem::take(&mut list.metadata.continue_token);
+        // A continued list takes its revision from the token.
+        options.resource_version.clear();
+        options.resource_version_match = ResourceVersionMatch::Unset;
+        let next = store.list(prefix, options).await?;
+        list.items.extend(next.items);
+        list.metadata.continue_token = next.metadata.continue_token;
+        list.metadata.remaining_item_count = next.metadata.remaining_item_count;
+    }
+    Ok(list)
+}
+
+/// The options of `list`: resourceVersion and its match, paging, selectors (the field
+/// selector checked against `resource`'s fields; `etcd_key` names the list in errors).
+pub(super) fn list_options(
+    args: &ListArgs,
+    resource: &str,
+    etcd_key: &str,
+) -> Result<ListOptions, CliError> {
     let mut options = ListOptions {
-        resource_version: resource_version.unwrap_or_default(),
-        resource_version_match: resource_version_match
+        resource_version: args.resource_version.clone().unwrap_or_default(),
+        resource_version_match: args
+            .resource_version_match
             .as_deref()
             .unwrap_or_default()
             .parse::<ResourceVersionMatch>()
@@ -124,36 +159,16 @@ pub(super) async fn list(
         recursive: true,
         ..ListOptions::default()
     };
-    options.predicate.limit = limit;
-    options.predicate.continue_token = continue_token.unwrap_or_default();
-    label_selector_of(&mut options, selector.as_deref())?;
+    options.predicate.limit = args.limit;
+    options.predicate.continue_token = args.continue_token.clone().unwrap_or_default();
+    label_selector_of(&mut options, args.selector.as_deref())?;
     field_selector_of(
         &mut options,
-        field_selector.as_deref(),
-        &resource,
-        &store.prepare_key(&prefix)?,
+        args.field_selector.as_deref(),
+        resource,
+        etcd_key,
     )?;
-    if skip_undecodable {
-        let list = list_skipping_undecodable(&store, &prefix, &options).await?;
-        warn_if_unknown_and_empty(api, &store, &resource, &prefix, list.items.len()).await;
-        return print(format, &list);
-    }
-    let mut list: ObjectList<Selectable> = match store.list(&prefix, &options).await {
-        Ok(list) => list,
-        Err(err) => return Err(explain_read_error(&store, global, &prefix, err).await),
-    };
-    while all && !list.metadata.continue_token.is_empty() {
-        options.predicate.continue_token = std::mem::take(&mut list.metadata.continue_token);
-        // A continued list takes its revision from the token.
-        options.resource_version.clear();
-        options.resource_version_match = ResourceVersionMatch::Unset;
-        let next = store.list(&prefix, &options).await?;
-        list.items.extend(next.items);
-        list.metadata.continue_token = next.metadata.continue_token;
-        list.metadata.remaining_item_count = next.metadata.remaining_item_count;
-    }
-    warn_if_unknown_and_empty(api, &store, &resource, &prefix, list.items.len()).await;
-    print(format, &list)
+    Ok(options)
 }
 
 /// `watch PREFIX ...`: events until `--max-events`, `--timeout` or an ERROR event.

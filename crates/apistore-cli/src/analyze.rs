@@ -1,0 +1,381 @@
+//! `apistore analyze [PREFIX]`: where the bytes go, online or from a snapshot.
+//!
+//! Each stored value is counted under its resource (kube's layout places the key; keys
+//! of no resource under `other:<first segment>`), and with `--by namespace` its
+//! namespace: count, bytes of current values, bytes of every revision held (a snapshot
+//! holds them all; online only the current values are read, so it is absent), the
+//! encodings and the encryption provider and key of each value (read from its prefix),
+//! the share of `managedFields` and of the last-applied annotation in the decoded
+//! objects, and the largest values. A value stored in plaintext under a resource the
+//! `--encryption-config` encrypts is a security finding, counted per row and named.
+
+use std::collections::{BTreeMap, HashMap};
+
+use apistore::{ApiStore, StorageLayout};
+use bytes::Bytes;
+use serde::Serialize;
+
+use crate::args::{AnalyzeArgs, AnalyzeBy, GlobalArgs, OutputFormat};
+use crate::error::CliError;
+use crate::layers::{Layers, Reader};
+use crate::offline::Offline;
+use crate::output::{columns, print, write_stdout};
+
+/// kube's last-applied annotation (`kubectl apply`'s client-side record).
+const LAST_APPLIED: &str = "kubectl.kubernetes.io/last-applied-configuration";
+
+/// One stored key: its current value and the bytes of all its revisions, when known.
+pub(crate) struct Stored {
+    /// The key, relative to the prefix.
+    pub(crate) key: String,
+    /// The etcd key.
+    pub(crate) etcd_key: String,
+    /// The current value.
+    pub(crate) value: Bytes,
+    /// Bytes of every revision the source holds, when it holds them.
+    pub(crate) revision_bytes: Option<u64>,
+}
+
+/// What a row of the report counts.
+#[derive(Debug, Default, Serialize)]
+#[serde(rename_all = "camelCase")]
+struct Row {
+    resource: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    namespace: Option<String>,
+    count: u64,
+    bytes: u64,
+    revision_bytes: Option<u64>,
+    encodings: BTreeMap<String, u64>,
+    encryption: BTreeMap<String, u64>,
+    managed_fields_share: f64,
+    last_applied_share: f64,
+    plaintext_under_encryption: u64,
+    undecodable: u64,
+    #[serde(skip)]
+    decoded_bytes: u64,
+    #[serde(skip)]
+    managed_fields_bytes: u64,
+    #[serde(skip)]
+    last_applied_bytes: u64,
+}
+
+/// One of the largest values.
+#[derive(Debug, Serialize)]
+struct Largest {
+    key: String,
+    bytes: u64,
+}
+
+/// The report as `-o json` prints it.
+#[derive(Debug, Serialize)]
+struct Report {
+    resources: Vec<Row>,
+    largest: Vec<Largest>,
+    findings: Vec<String>,
+}
+
+/// `analyze` from etcd: the current values under the prefix.
+pub(crate) async fn online(
+    api: &ApiStore,
+    global: &GlobalArgs,
+    args: &AnalyzeArgs,
+) -> Result<(), CliError> {
+    let prefix = args.key_prefix.as_deref();
+    let store = crate::commands::raw_store(api, global, prefix);
+    let entries = store.raw_entries(prefix.unwrap_or_default(), 0).await?;
+    let path_prefix = store.path_prefix().to_owned();
+    let stored = entries.into_iter().map(|entry| Stored {
+        etcd_key: format!("{path_prefix}{}", entry.key),
+        key: entry.key,
+        value: entry.value,
+        revision_bytes: None,
+    });
+    report(global, args, Layers::Online(api), stored)
+}
+
+/// `--snapshot FILE analyze`: the values at the file's last revision, and the bytes of
+/// every revision it holds of them.
+pub(crate) fn offline(
+    offline: &Offline,
+    global: &GlobalArgs,
+    args: &AnalyzeArgs,
+) -> Result<(), CliError> {
+    let snapshot = &offline.snapshot;
+    let path_prefix = crate::commands::path_prefix(&offline.prefix);
+    let prefix = format!(
+        "{path_prefix}{}",
+        args.key_prefix.as_deref().unwrap_or_default()
+    );
+    let current = snapshot.revision();
+    let mut stored = Vec::new();
+    for (key, revisions) in snapshot.keys_under(prefix.as_bytes()) {
+        let Some(kv) = snapshot.get(key, current).map_err(CliError::Snapshot)? else {
+            continue;
+        };
+        let mut revision_bytes = 0;
+        for at in revisions.iter().filter(|at| !at.tombstone) {
+            let record = snapshot.read(key, *at).map_err(CliError::Snapshot)?;
+            revision_bytes += record.kv.value.len() as u64;
+        }
+        let etcd_key = String::from_utf8_lossy(key).into_owned();
+        stored.push(Stored {
+            key: etcd_key
+                .strip_prefix(&path_prefix)
+                .unwrap_or(&etcd_key)
+                .to_owned(),
+            etcd_key,
+            value: kv.value,
+            revision_bytes: Some(revision_bytes),
+        });
+    }
+    report(global, args, Layers::Offline(offline), stored.into_iter())
+}
+
+fn report(
+    global: &GlobalArgs,
+    args: &AnalyzeArgs,
+    layers: Layers<'_>,
+    stored: impl Iterator<Item = Stored>,
+) -> Result<(), CliError> {
+    let mut rows: BTreeMap<(String, Option<String>), Row> = BTreeMap::new();
+    let mut readers: HashMap<String, Reader> = HashMap::new();
+    let mut largest: Vec<Largest> = Vec::new();
+    let mut plaintext: BTreeMap<String, (u64, String)> = BTreeMap::new();
+    for item in stored {
+        let (resource, namespace) = place(layers.layout(), &item.key);
+        let namespace = (args.by == AnalyzeBy::Namespace).then(|| namespace.unwrap_or_default());
+        let row = rows
+            .entry((resource.clone(), namespace.clone()))
+            .or_insert_with(|| Row {
+                resource: resource.clone(),
+                namespace,
+                revision_bytes: Some(0),
+                ..Row::default()
+            });
+        let bytes = item.value.len() as u64;
+        row.count += 1;
+        row.bytes += bytes;
+        row.revision_bytes = match (row.revision_bytes, item.revision_bytes) {
+            (Some(sum), Some(more)) => Some(sum + more),
+            _ => None,
+        };
+        let encryption = match crate::raw::encoding(&item.value) {
+            encrypted if item.value.starts_with(b"k8s:enc:") => encrypted,
+            _ => "identity".to_owned(),
+        };
+        let encrypts = layers
+            .encryption()
+            .and_then(|config| config.write_provider(&resource))
+            .is_some();
+        if encryption == "identity" && encrypts {
+            row.plaintext_under_encryption += 1;
+            let (count, _) = plaintext
+                .entry(resource.clone())
+                .or_insert_with(|| (0, item.key.clone()));
+            *count += 1;
+        }
+        *row.encryption.entry(encryption).or_default() += 1;
+        let reader = readers
+            .entry(resource.clone())
+            .or_insert_with(|| layers.reader(&resource));
+        match measure(reader, &item) {
+            Some((encoding, sizes)) => {
+                *row.encodings.entry(encoding).or_default() += 1;
+                row.decoded_bytes += sizes[0];
+                row.managed_fields_bytes += sizes[1];
+                row.last_applied_bytes += sizes[2];
+            }
+            None => {
+                row.undecodable += 1;
+                *row.encodings.entry("unreadable".to_owned()).or_default() += 1;
+            }
+        }
+        largest.push(Largest {
+            key: item.key,
+            bytes,
+        });
+        if largest.len() > args.top.saturating_mul(2).max(64) {
+            keep_largest(&mut largest, args.top);
+        }
+    }
+    keep_largest(&mut largest, args.top);
+    let mut resources: Vec<Row> = rows.into_values().collect();
+    for row in &mut resources {
+        if row.decoded_bytes > 0 {
+            row.managed_fields_share = share(row.managed_fields_bytes, row.decoded_bytes);
+            row.last_applied_share = share(row.last_applied_bytes, row.decoded_bytes);
+        }
+    }
+    let findings = plaintext
+        .into_iter()
+        .map(|(resource, (count, first))| {
+            format!(
+                "{count} value(s) of {resource} stored in plaintext though the encryption \
+                 configuration encrypts {resource} (first: {first}); `apistore encryption \
+                 rewrite` encrypts them"
+            )
+        })
+        .collect();
+    let report = Report {
+        resources,
+        largest,
+        findings,
+    };
+    match global.output {
+        Some(format @ (OutputFormat::Json | OutputFormat::Yaml)) => print(format, &report),
+        _ => write_stdout(&table(&report, args.by)),
+    }
+}
+
+/// The resource of a key (relative to the prefix) and its namespace, when the key has
+/// one (`<resource prefix>/<namespace>/<name>`).
+fn place(layout: StorageLayout, key: &str) -> (String, Option<String>) {
+    match layout.resolve_key(key) {
+        Ok(resource) => {
+            let rest = key
+                .strip_prefix(resource.key_prefix.as_str())
+                .unwrap_or(key)
+                .trim_start_matches('/');
+            let namespace = rest
+                .split_once('/')
+                .map(|(namespace, _)| namespace.to_owned());
+            (resource.group_resource.to_string(), namespace)
+        }
+        Err(_) => {
+            let first = key.split('/').next().unwrap_or_default();
+            (format!("other:{first}"), None)
+        }
+    }
+}
+
+fn keep_largest(largest: &mut Vec<Largest>, top: usize) {
+    largest.sort_by(|a, b| b.bytes.cmp(&a.bytes).then_with(|| a.key.cmp(&b.key)));
+    largest.truncate(top);
+}
+
+fn share(part: u64, whole: u64) -> f64 {
+    // Two decimals are what a reader compares; more is noise.
+    (part as f64 / whole as f64 * 100.0).round() / 100.0
+}
+
+/// The encoding of the decrypted value, and the JSON sizes of the object, its
+/// managedFields and its last-applied annotation; `None` when it cannot be read.
+fn measure(reader: &Reader, item: &Stored) -> Option<(String, [u64; 3])> {
+    let (plain, object) = reader.read(&item.etcd_key, &item.value).ok()?;
+    let encoding = crate::raw::encoding(&plain);
+    let total = serde_json::to_vec(&object).ok()?.len() as u64;
+    let managed = object
+        .metadata
+        .extra
+        .get("managedFields")
+        .and_then(|fields| serde_json::to_vec(fields).ok())
+        .map_or(0, |bytes| bytes.len() as u64);
+    let applied = object
+        .metadata
+        .annotations
+        .get(LAST_APPLIED)
+        .map_or(0, |text| text.len() as u64);
+    Some((encoding, [total, managed, applied]))
+}
+
+fn table(report: &Report, by: AnalyzeBy) -> String {
+    let mut headers = vec!["RESOURCE"];
+    if by == AnalyzeBy::Namespace {
+        headers.push("NAMESPACE");
+    }
+    headers.extend([
+        "COUNT",
+        "BYTES",
+        "REVISION_BYTES",
+        "MANAGED_FIELDS",
+        "LAST_APPLIED",
+        "ENCODINGS",
+        "ENCRYPTION",
+        "PLAINTEXT!",
+    ]);
+    let counts = |map: &BTreeMap<String, u64>| -> String {
+        map.iter()
+            .map(|(name, n)| format!("{name}={n}"))
+            .collect::<Vec<_>>()
+            .join(",")
+    };
+    let rows: Vec<Vec<String>> = report
+        .resources
+        .iter()
+        .map(|row| {
+            let mut cells = vec![row.resource.clone()];
+            if by == AnalyzeBy::Namespace {
+                cells.push(row.namespace.clone().unwrap_or_default());
+            }
+            cells.extend([
+                row.count.to_string(),
+                row.bytes.to_string(),
+                row.revision_bytes
+                    .map_or_else(|| "-".to_owned(), |b| b.to_string()),
+                format!("{:.0}%", row.managed_fields_share * 100.0),
+                format!("{:.0}%", row.last_applied_share * 100.0),
+                counts(&row.encodings),
+                counts(&row.encryption),
+                row.plaintext_under_encryption.to_string(),
+            ]);
+            cells
+        })
+        .collect();
+    let mut text = match by {
+        AnalyzeBy::Namespace => fixed::<10>(&headers, rows),
+        AnalyzeBy::Resource => fixed::<9>(&headers, rows),
+    };
+    if !report.largest.is_empty() {
+        let largest: Vec<[String; 2]> = report
+            .largest
+            .iter()
+            .map(|l| [l.key.clone(), l.bytes.to_string()])
+            .collect();
+        text.push('\n');
+        text.push_str(&columns(&["LARGEST", "BYTES"], &largest));
+    }
+    for finding in &report.findings {
+        text.push_str(&format!("\nFINDING: {finding}\n"));
+    }
+    text
+}
+
+/// The table of rows built with as many cells as `headers` (N of them).
+fn fixed<const N: usize>(headers: &[&str], rows: Vec<Vec<String>>) -> String {
+    let mut header: [&str; N] = [""; N];
+    for (slot, name) in header.iter_mut().zip(headers) {
+        *slot = name;
+    }
+    let rows: Vec<[String; N]> = rows
+        .into_iter()
+        .map(|cells| {
+            let mut row: [String; N] = std::array::from_fn(|_| String::new());
+            for (slot, cell) in row.iter_mut().zip(cells) {
+                *slot = cell;
+            }
+            row
+        })
+        .collect();
+    columns(&header, &rows)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn keys_are_placed_under_their_resource_and_namespace() {
+        let layout = StorageLayout::for_kube(apistore::KubeVersion::LATEST);
+        assert_eq!(
+            place(layout, "deployments/default/d1"),
+            ("deployments.apps".to_owned(), Some("default".to_owned()))
+        );
+        assert_eq!(place(layout, "minions/node-1"), ("nodes".to_owned(), None));
+        assert_eq!(
+            place(layout, "example.com/widgets/ns1/w1"),
+            ("widgets.example.com".to_owned(), Some("ns1".to_owned()))
+        );
+        assert_eq!(share(1, 3), 0.33);
+    }
+}
