@@ -30,8 +30,9 @@ pub(crate) struct Stored {
     pub(crate) key: String,
     /// The etcd key.
     pub(crate) etcd_key: String,
-    /// The current value.
-    pub(crate) value: Bytes,
+    /// The current value; `None` for a key deleted since, whose past revisions the
+    /// source still holds (they count in revision bytes only).
+    pub(crate) value: Option<Bytes>,
     /// Bytes of every revision the source holds, when it holds them.
     pub(crate) revision_bytes: Option<u64>,
 }
@@ -88,7 +89,7 @@ pub(crate) async fn online(
     let stored = entries.into_iter().map(|entry| Stored {
         etcd_key: format!("{path_prefix}{}", entry.key),
         key: entry.key,
-        value: entry.value,
+        value: Some(entry.value),
         revision_bytes: None,
     });
     report(global, args, Layers::Online(api), stored)
@@ -110,9 +111,10 @@ pub(crate) fn offline(
     let current = snapshot.revision();
     let mut stored = Vec::new();
     for (key, revisions) in snapshot.keys_under(prefix.as_bytes()) {
-        let Some(kv) = snapshot.get(key, current).map_err(CliError::Snapshot)? else {
-            continue;
-        };
+        let value = snapshot
+            .get(key, current)
+            .map_err(CliError::Snapshot)?
+            .map(|kv| kv.value);
         let mut revision_bytes = 0;
         for at in revisions.iter().filter(|at| !at.tombstone) {
             let record = snapshot.read(key, *at).map_err(CliError::Snapshot)?;
@@ -125,7 +127,7 @@ pub(crate) fn offline(
                 .unwrap_or(&etcd_key)
                 .to_owned(),
             etcd_key,
-            value: kv.value,
+            value,
             revision_bytes: Some(revision_bytes),
         });
     }
@@ -153,15 +155,18 @@ fn report(
                 revision_bytes: Some(0),
                 ..Row::default()
             });
-        let bytes = item.value.len() as u64;
-        row.count += 1;
-        row.bytes += bytes;
         row.revision_bytes = match (row.revision_bytes, item.revision_bytes) {
             (Some(sum), Some(more)) => Some(sum + more),
             _ => None,
         };
-        let encryption = match crate::raw::encoding(&item.value) {
-            encrypted if item.value.starts_with(b"k8s:enc:") => encrypted,
+        let Some(value) = &item.value else {
+            continue;
+        };
+        let bytes = value.len() as u64;
+        row.count += 1;
+        row.bytes += bytes;
+        let encryption = match crate::raw::encoding(value) {
+            encrypted if value.starts_with(b"k8s:enc:") => encrypted,
             _ => "identity".to_owned(),
         };
         let encrypts = layers
@@ -179,7 +184,7 @@ fn report(
         let reader = readers
             .entry(resource.clone())
             .or_insert_with(|| layers.reader(&resource));
-        match measure(reader, &item) {
+        match measure(reader, &item.etcd_key, value) {
             Some((encoding, sizes)) => {
                 *row.encodings.entry(encoding).or_default() += 1;
                 row.decoded_bytes += sizes[0];
@@ -261,8 +266,8 @@ fn share(part: u64, whole: u64) -> f64 {
 
 /// The encoding of the decrypted value, and the JSON sizes of the object, its
 /// managedFields and its last-applied annotation; `None` when it cannot be read.
-fn measure(reader: &Reader, item: &Stored) -> Option<(String, [u64; 3])> {
-    let (plain, object) = reader.read(&item.etcd_key, &item.value).ok()?;
+fn measure(reader: &Reader, etcd_key: &str, value: &Bytes) -> Option<(String, [u64; 3])> {
+    let (plain, object) = reader.read(etcd_key, value).ok()?;
     let encoding = crate::raw::encoding(&plain);
     let total = serde_json::to_vec(&object).ok()?.len() as u64;
     let managed = object

@@ -422,7 +422,10 @@ async fn restore_round_trip_with_the_current_write_key() {
         "--dry-run",
     ]);
     assert!(dry.contains("would restore secrets/default/s1"), "{dry}");
-    assert!(dry.contains("dry run: 3 restored"), "{dry}");
+    assert!(
+        dry.contains("3 would be restored, 0 would be skipped, 0 failed"),
+        "{dry}"
+    );
     assert!(f.stored("secrets/default/s1").await.is_none());
 
     let out = f.ok(&[

@@ -228,9 +228,13 @@ fn print_summary(global: &GlobalArgs, summary: &Summary) -> Result<(), CliError>
     for outcome in &summary.failed {
         text.push_str(&format!("failed {}: {}\n", outcome.key, outcome.reason));
     }
+    let (restored, skipped) = if summary.dry_run {
+        ("would be restored", "would be skipped")
+    } else {
+        ("restored", "skipped")
+    };
     text.push_str(&format!(
-        "{}{} restored, {} skipped, {} failed (snapshot revision {})\n",
-        if summary.dry_run { "dry run: " } else { "" },
+        "{} {restored}, {} {skipped}, {} failed (snapshot revision {})\n",
         summary.restored.len(),
         summary.skipped.len(),
         summary.failed.len(),
