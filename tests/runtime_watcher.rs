@@ -201,6 +201,18 @@ impl Storage for Cutting {
     async fn request_watch_progress(&self) -> Result<()> {
         self.inner.request_watch_progress().await
     }
+    async fn get_current_resource_version(&self) -> Result<u64> {
+        self.inner.get_current_resource_version().await
+    }
+    async fn stats(&self) -> Result<apistore::Stats> {
+        self.inner.stats().await
+    }
+    fn enable_resource_size_estimation(&self, keys: apistore::KeysFn) -> Result<()> {
+        self.inner.enable_resource_size_estimation(keys)
+    }
+    fn compact_revision(&self) -> i64 {
+        self.inner.compact_revision()
+    }
 }
 
 #[tokio::test]

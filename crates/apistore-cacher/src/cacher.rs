@@ -6,8 +6,8 @@
 use std::sync::Arc;
 
 use apistore_storage::{
-    DeleteOptions, GetOptions, ListOptions, ObjectList, ResponseMeta, Result, Status, Storage,
-    StorageError, Update, UpdateOptions, Versioner, WatchStream,
+    DeleteOptions, GetOptions, KeysFn, ListOptions, ObjectList, ResponseMeta, Result, Stats,
+    Status, Storage, StorageError, Update, UpdateOptions, Versioner, WatchStream,
 };
 use tokio::task::JoinHandle;
 
@@ -286,5 +286,23 @@ impl<S: Storage + 'static> Storage for Cacher<S> {
 
     async fn request_watch_progress(&self) -> Result<()> {
         self.shared.storage.request_watch_progress().await
+    }
+
+    // kube's CacheDelegator passes these to the backend: the revision and the counts
+    // are the storage's, not the cache's.
+    async fn get_current_resource_version(&self) -> Result<u64> {
+        self.shared.storage.get_current_resource_version().await
+    }
+
+    async fn stats(&self) -> Result<Stats> {
+        self.shared.storage.stats().await
+    }
+
+    fn enable_resource_size_estimation(&self, keys: KeysFn) -> Result<()> {
+        self.shared.storage.enable_resource_size_estimation(keys)
+    }
+
+    fn compact_revision(&self) -> i64 {
+        self.shared.storage.compact_revision()
     }
 }

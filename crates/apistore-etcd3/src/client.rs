@@ -6,15 +6,18 @@
 //! etcd has authentication on. Secrets (the password, the client key) never reach a
 //! log, an error or `Debug` output.
 
+use std::collections::HashMap;
 use std::fmt;
 use std::path::Path;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
 use etcd_client::{Certificate, Client, ConnectOptions, Identity, TlsOptions};
 
+use crate::compact_revision::CompactionTracker;
 use crate::endpoints::{Members, ProbeSettings};
 use crate::error::{ConnectError, describe};
+use crate::size_estimator::SizeEstimator;
 
 /// [`ClientConfig::unresponsive_after`] by default.
 pub const DEFAULT_UNRESPONSIVE_AFTER: Duration = Duration::from_millis(500);
@@ -243,6 +246,10 @@ pub struct EtcdClient {
     /// One connection per member, for the store's requests and watch streams.
     pub(crate) members: Arc<Members>,
     endpoints: Vec<String>,
+    /// The compactions seen through this client, shared by its clones and stores.
+    pub(crate) compactions: Arc<CompactionTracker>,
+    /// The size estimates of its stores, by resource directory (`/registry/pods/`).
+    size_estimators: Arc<Mutex<HashMap<String, Arc<SizeEstimator>>>>,
 }
 
 impl fmt::Debug for EtcdClient {
@@ -338,7 +345,16 @@ impl EtcdClient {
             inner,
             members: Arc::new(Members::new(members, settings)),
             endpoints: config.endpoints.clone(),
+            compactions: Arc::default(),
+            size_estimators: Arc::default(),
         })
+    }
+
+    /// The size estimates of the stores on this client, by resource directory.
+    pub(crate) fn size_estimators(&self) -> MutexGuard<'_, HashMap<String, Arc<SizeEstimator>>> {
+        self.size_estimators
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
     }
 
     /// The endpoints this client was given.

@@ -147,6 +147,7 @@ impl Compactor {
             interval,
             stopped,
             Arc::clone(&counters),
+            client.compactions.handle(),
         ));
         Ok(Self {
             interval,
@@ -206,6 +207,7 @@ async fn run(
     interval: Duration,
     mut stopped: oneshot::Receiver<()>,
     counters: Arc<Counters>,
+    compacted: Arc<AtomicI64>,
 ) {
     let mut time = 0;
     let mut rev = 0;
@@ -222,6 +224,12 @@ async fn run(
         time = tick.time;
         rev = tick.rev;
         counters.logical_time.store(time, Ordering::SeqCst);
+        // What the client's stores report as compacted (kube's UpdateCompactRevision):
+        // this compaction, or the one another compactor claimed when it won the race.
+        if let Ok(Some(revision)) = tick.outcome {
+            compacted.fetch_max(revision, Ordering::SeqCst);
+        }
+        compacted.fetch_max(tick.claimed, Ordering::SeqCst);
         match tick.outcome {
             Ok(Some(compacted)) => {
                 counters.compactions.fetch_add(1, Ordering::SeqCst);
@@ -249,6 +257,9 @@ struct Tick {
     /// The revision compacted to, `None` when this attempt had nothing to do (it lost
     /// the race, or it was the first success), or the error.
     outcome: Result<Option<i64>, etcd_client::Error>,
+    /// On a lost race, the revision the winner claimed (and compacted to): the value
+    /// of [`COMPACT_REV_KEY`]; 0 otherwise or when it is not a revision.
+    claimed: i64,
 }
 
 /// One attempt: claim the logical time `time`, and if that works, compact to `rev`.
@@ -268,6 +279,7 @@ async fn compact(kv: &mut KvClient, time: i64, rev: i64) -> Tick {
                 time,
                 rev,
                 outcome: Err(err),
+                claimed: 0,
             };
         }
     };
@@ -275,24 +287,26 @@ async fn compact(kv: &mut KvClient, time: i64, rev: i64) -> Tick {
     if !response.succeeded() {
         // Someone else claimed this time: adopt theirs. A key deleted meanwhile (by
         // hand) reads as time 0, which the next attempt claims afresh.
-        let remote_time = response
-            .op_responses()
-            .into_iter()
-            .find_map(|op| match op {
-                TxnOpResponse::Get(get) => get.kvs().first().map(|kv| kv.version()),
-                _ => None,
-            })
-            .unwrap_or(0);
+        let remote = response.op_responses().into_iter().find_map(|op| match op {
+            TxnOpResponse::Get(get) => get.kvs().first().map(|kv| {
+                let claimed = kv.value_str().ok().and_then(|v| v.parse().ok());
+                (kv.version(), claimed.unwrap_or(0))
+            }),
+            _ => None,
+        });
+        let (remote_time, claimed) = remote.unwrap_or((0, 0));
         return Tick {
             time: remote_time,
             rev: current_rev,
             outcome: Ok(None),
+            claimed,
         };
     }
     let next = Tick {
         time: time + 1,
         rev: current_rev,
         outcome: Ok(None),
+        claimed: 0,
     };
     if rev == 0 {
         // The first claim: no revision has been seen an interval ago.
@@ -552,6 +566,10 @@ mod tests {
             "the loser adopts the winner's time"
         );
         assert_eq!(second.rev, first.rev, "a lost race writes nothing");
+        assert_eq!(
+            second.claimed, rev,
+            "the loser learns the revision the winner compacted to"
+        );
         assert_eq!(clock(&mut raw).await, (1, rev));
     }
 

@@ -36,6 +36,7 @@
 //! ```
 
 mod client;
+mod compact_revision;
 mod compactor;
 mod delete;
 mod endpoints;
@@ -52,6 +53,8 @@ mod monitor;
 mod raw;
 mod reencrypt;
 mod scan;
+mod size_estimator;
+mod stats;
 mod store;
 mod update;
 mod watch_mux;
@@ -59,8 +62,8 @@ mod watch_settings;
 mod watcher;
 
 use apistore_storage::{
-    ApiObject, DeleteOptions, GetOptions, ListOptions, ObjectList, ResponseMeta, Result, Storage,
-    Update, UpdateOptions, Versioner, WatchStream,
+    ApiObject, DeleteOptions, GetOptions, KeysFn, ListOptions, ObjectList, ResponseMeta, Result,
+    Stats, Storage, Update, UpdateOptions, Versioner, WatchStream,
 };
 
 pub use client::{
@@ -140,5 +143,21 @@ where
 
     async fn request_watch_progress(&self) -> Result<()> {
         self.request_progress().await
+    }
+
+    async fn get_current_resource_version(&self) -> Result<u64> {
+        self.current_resource_version().await
+    }
+
+    async fn stats(&self) -> Result<Stats> {
+        self.resource_stats().await
+    }
+
+    fn enable_resource_size_estimation(&self, keys: KeysFn) -> Result<()> {
+        self.enable_size_estimation(keys)
+    }
+
+    fn compact_revision(&self) -> i64 {
+        self.seen_compact_revision()
     }
 }

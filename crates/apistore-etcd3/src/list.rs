@@ -101,6 +101,7 @@ where
                 &options.resource_version,
                 page.header_revision,
             )?;
+            self.saw_values(&page.kvs);
             let kvs = page.kvs.into_iter().map(|kv| {
                 let mod_revision = kv.mod_revision();
                 let (item_key, value) = kv.into_key_value();

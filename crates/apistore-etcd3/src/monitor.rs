@@ -19,7 +19,7 @@ use std::hash::{BuildHasher, Hasher};
 use std::sync::{Arc, Weak};
 use std::time::Duration;
 
-use apistore_storage::ApiObject;
+use apistore_storage::{ApiObject, KubeVersion};
 use apistore_telemetry::StorageMetrics;
 use tokio::task::JoinHandle;
 
@@ -127,6 +127,11 @@ where
     /// -1 when the count fails, as kube-apiserver's registry does. Each poll is one
     /// count request, recorded as `listWithCount` like any other.
     ///
+    /// A store following kube 1.34 or later polls its `Stats` instead (the count, or
+    /// the size estimate when that is on) and sets kube 1.34's
+    /// `apiserver_resource_objects{group,resource}` and
+    /// `apiserver_resource_size_estimate_bytes{group,resource}` too.
+    ///
     /// The poller stops when the handle is dropped, and at its next tick once every
     /// clone of this store (and every watch made from it) has been dropped.
     pub fn poll_object_count(&self, interval: Duration) -> Result<PollHandle, PollError> {
@@ -153,6 +158,23 @@ where
             loop {
                 if store_alive.strong_count() == 0 {
                     return;
+                }
+                if poller.kube_version >= KubeVersion::V1_34 {
+                    // kube 1.34+: `Stats`, into the new families as well.
+                    let stats = match poller.resource_stats().await {
+                        Ok(stats) => Some(stats),
+                        Err(err) => {
+                            tracing::debug!(
+                                resource = %poller.group_resource(),
+                                error = %err,
+                                "failed to update the storage stats"
+                            );
+                            None
+                        }
+                    };
+                    metrics.set_resource_stats(poller.group_resource(), stats);
+                    tokio::time::sleep(jittered(interval)).await;
+                    continue;
                 }
                 let count = match poller.count_objects(&resource_prefix).await {
                     Ok(count) => count,

@@ -370,6 +370,7 @@ where
         }
         // The response's changes go to the consumer together (see `Outgoing::emit_all`);
         // those read before a malformed one are delivered before its error.
+        self.store.saw_events(response.events());
         let response = Arc::new(response);
         let mut changes = Vec::with_capacity(response.events().len());
         for index in 0..response.events().len() {

@@ -6,8 +6,9 @@
 //! the stored bytes of a key, writes that bypass the store, compaction, and the
 //! current and compacted revisions.
 
+use std::collections::HashSet;
 use std::fmt;
-use std::sync::{Arc, PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard};
+use std::sync::{Arc, Mutex, PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard};
 use std::time::Duration;
 
 use apistore_storage::{Result, StorageError};
@@ -56,6 +57,8 @@ pub(crate) struct Shared {
     /// The current revision, for watches to wait on.
     revision: watch::Sender<i64>,
     reaper: Reaper,
+    /// The resource directories (`/registry/pods/`) whose stores estimate sizes.
+    pub(crate) size_estimation: Mutex<HashSet<String>>,
 }
 
 /// An in-memory key space with etcd's semantics. Cheap to clone: clones share it.
@@ -97,6 +100,7 @@ impl MemoryKv {
                 config,
                 revision,
                 reaper: Reaper::default(),
+                size_estimation: Mutex::default(),
             }),
         }
     }

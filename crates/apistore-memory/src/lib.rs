@@ -59,13 +59,14 @@ mod lease;
 mod list;
 mod mvcc;
 mod object;
+mod stats;
 mod store;
 mod update;
 mod watch;
 
 use apistore_storage::{
-    ApiObject, DeleteOptions, GetOptions, ListOptions, ObjectList, ResponseMeta, Result, Storage,
-    Update, UpdateOptions, Versioner, WatchStream,
+    ApiObject, DeleteOptions, GetOptions, KeysFn, ListOptions, ObjectList, ResponseMeta, Result,
+    Stats, Storage, Update, UpdateOptions, Versioner, WatchStream,
 };
 
 pub use clock::{Clock, ManualClock, SystemClock};
@@ -125,5 +126,21 @@ where
     async fn request_watch_progress(&self) -> Result<()> {
         self.hub.request_progress();
         Ok(())
+    }
+
+    async fn get_current_resource_version(&self) -> Result<u64> {
+        self.current_resource_version()
+    }
+
+    async fn stats(&self) -> Result<Stats> {
+        self.resource_stats()
+    }
+
+    fn enable_resource_size_estimation(&self, keys: KeysFn) -> Result<()> {
+        self.enable_size_estimation(keys)
+    }
+
+    fn compact_revision(&self) -> i64 {
+        self.kv.compacted_revision()
     }
 }

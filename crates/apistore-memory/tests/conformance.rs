@@ -8,3 +8,4 @@ use common::backend;
 apistore_testing::store_conformance!(backend);
 apistore_testing::list_conformance!(backend);
 apistore_testing::watch_conformance!(backend);
+apistore_testing::interface_conformance!(backend);

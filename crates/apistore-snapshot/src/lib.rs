@@ -46,12 +46,13 @@ mod key;
 mod list;
 pub mod mvcc;
 mod snapshot;
+mod stats;
 mod store;
 mod watch;
 
 use apistore_storage::{
-    ApiObject, DeleteOptions, GetOptions, ListOptions, ObjectList, ResponseMeta, Result, Storage,
-    Update, UpdateOptions, Versioner, WatchStream,
+    ApiObject, DeleteOptions, GetOptions, KeysFn, ListOptions, ObjectList, ResponseMeta, Result,
+    Stats, Storage, Update, UpdateOptions, Versioner, WatchStream,
 };
 
 pub use error::SnapshotError;
@@ -111,5 +112,21 @@ where
     async fn request_watch_progress(&self) -> Result<()> {
         // Nothing ever changes: a replay has nothing to report progress on.
         Ok(())
+    }
+
+    async fn get_current_resource_version(&self) -> Result<u64> {
+        self.file_revision()
+    }
+
+    async fn stats(&self) -> Result<Stats> {
+        self.file_stats()
+    }
+
+    fn enable_resource_size_estimation(&self, keys: KeysFn) -> Result<()> {
+        self.enable_size_estimation(keys)
+    }
+
+    fn compact_revision(&self) -> i64 {
+        self.snapshot.compact_revision()
     }
 }

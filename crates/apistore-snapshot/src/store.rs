@@ -4,7 +4,7 @@
 
 use std::fmt;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use apistore_backend::ObjectLayers;
 use apistore_storage::{ApiObject, Codec, GetOptions, JsonCodec, Result, StorageError};
@@ -68,6 +68,10 @@ pub struct SnapshotStore<T> {
     pub(crate) path_prefix: Arc<str>,
     /// Index reads (gets and list pages), shared by clones.
     pub(crate) reads: Arc<AtomicU64>,
+    /// The key, relative to the prefix, that `stats` covers (empty: the whole prefix).
+    pub(crate) resource_prefix: Arc<str>,
+    /// Whether `stats` reports sizes, shared by clones.
+    pub(crate) size_estimation: Arc<AtomicBool>,
 }
 
 impl<T> Clone for SnapshotStore<T> {
@@ -77,6 +81,8 @@ impl<T> Clone for SnapshotStore<T> {
             layers: self.layers.clone(),
             path_prefix: Arc::clone(&self.path_prefix),
             reads: Arc::clone(&self.reads),
+            resource_prefix: Arc::clone(&self.resource_prefix),
+            size_estimation: Arc::clone(&self.size_estimation),
         }
     }
 }
@@ -120,6 +126,8 @@ where
             layers: ObjectLayers::new(codec, transformer, ()),
             path_prefix: path_prefix(&config.prefix).into(),
             reads: Arc::new(AtomicU64::new(0)),
+            resource_prefix: "".into(),
+            size_estimation: Arc::default(),
         }
     }
 
@@ -127,6 +135,14 @@ where
     /// snapshots can share one count.
     pub fn with_read_counter(mut self, counter: Arc<AtomicU64>) -> Self {
         self.reads = counter;
+        self
+    }
+
+    /// Scopes [`stats`](apistore_storage::Storage::stats) to the objects under
+    /// `resource_prefix` (`/pods`; builder style), as a live store of one resource
+    /// answers it. Without it, stats cover every key under the prefix.
+    pub fn with_resource_prefix(mut self, resource_prefix: &str) -> Self {
+        self.resource_prefix = resource_prefix.into();
         self
     }
 

@@ -7,7 +7,7 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use apistore_etcd3::{ClientConfig, Etcd3Store, EtcdClient, StoreConfig};
@@ -37,6 +37,8 @@ struct SnapshotReads {
     /// Reads of every snapshot store, and how many the suite has been told of.
     reads: Arc<AtomicU64>,
     reads_seen: Arc<AtomicU64>,
+    /// Whether the test turned size estimation on (each snapshot store is new).
+    size_estimation: Arc<AtomicBool>,
 }
 
 impl SnapshotReads {
@@ -128,6 +130,41 @@ impl Storage for SnapshotReads {
     async fn request_watch_progress(&self) -> Result<()> {
         Ok(())
     }
+
+    async fn get_current_resource_version(&self) -> Result<u64> {
+        self.reader().await.get_current_resource_version().await
+    }
+
+    async fn stats(&self) -> Result<apistore_storage::Stats> {
+        let reader = self.reader().await.with_resource_prefix("/pods");
+        if self.size_estimation.load(Ordering::SeqCst) {
+            // A read after a write is a new store over a new file: it estimates when
+            // the test asked for it. (Without a write in between, the reader is the
+            // last one, on already.)
+            let _ = reader
+                .enable_resource_size_estimation(Arc::new(|| Box::pin(async { Ok(Vec::new()) })));
+        }
+        reader.stats().await
+    }
+
+    fn enable_resource_size_estimation(&self, _keys: apistore_storage::KeysFn) -> Result<()> {
+        if self.size_estimation.swap(true, Ordering::SeqCst) {
+            return Err(apistore_storage::StorageError::Internal {
+                key: "/pods".to_owned(),
+                message: "resource size estimation is already enabled".to_owned(),
+                source: None,
+            });
+        }
+        Ok(())
+    }
+
+    fn compact_revision(&self) -> i64 {
+        self.current
+            .lock()
+            .unwrap()
+            .as_ref()
+            .map_or(0, |(_, store)| store.compact_revision())
+    }
 }
 
 struct SnapshotBackend {
@@ -163,6 +200,7 @@ async fn backend(test_name: &str, _needs: Needs) -> SnapshotBackend {
             saves: Arc::new(AtomicU64::new(0)),
             reads: Arc::new(AtomicU64::new(0)),
             reads_seen: Arc::new(AtomicU64::new(0)),
+            size_estimation: Arc::new(AtomicBool::new(false)),
         },
         _etcd: etcd,
     }
@@ -248,3 +286,4 @@ apistore_testing::conformance_cases!(backend;
     run_test_transformation_failure => run_test_transformation_failure [Fresh],
     run_test_create => run_test_create [Fresh],
 );
+apistore_testing::interface_conformance!(backend);

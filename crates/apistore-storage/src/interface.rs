@@ -11,6 +11,7 @@ use crate::error::Result;
 use crate::list::{ListMeta, ObjectList};
 use crate::object::ApiObject;
 use crate::options::{DeleteOptions, GetOptions, ListOptions, ResponseMeta, Update, UpdateOptions};
+use crate::stats::{KeysFn, Stats};
 use crate::watch::WatchStream;
 
 /// Moves resourceVersions between objects and the storage's revisions
@@ -116,4 +117,26 @@ pub trait Storage: Send + Sync {
     /// Asks the backend for progress notifications: each of the store's watches that has
     /// seen every change up to the current revision gets a bookmark at it.
     fn request_watch_progress(&self) -> impl Future<Output = Result<()>> + Send;
+
+    /// The storage's current revision, as a resourceVersion: what a list of nothing
+    /// would report (kube's `GetCurrentResourceVersion`, 1.33). Any write moves it, also
+    /// writes outside this store's prefix.
+    fn get_current_resource_version(&self) -> impl Future<Output = Result<u64>> + Send;
+
+    /// How many objects the store holds under its resource prefix and, once size
+    /// estimation is enabled, their estimated average size (kube's `Stats`, 1.34).
+    fn stats(&self) -> impl Future<Output = Result<Stats>> + Send;
+
+    /// Turns on the estimation of object sizes that [`Self::stats`] reports, with
+    /// `keys` listing the keys the store holds (kube's `EnableResourceSizeEstimation`,
+    /// 1.35; a watch cache hands over its own keys). The estimate follows the values
+    /// the store reads in lists and watches. Fails when it is already on, or when the
+    /// store cannot estimate sizes.
+    fn enable_resource_size_estimation(&self, keys: KeysFn) -> Result<()>;
+
+    /// The latest revision the store has seen compacted away, 0 when it has seen none
+    /// (kube's `CompactRevision`, 1.34). Which compactions a store sees depends on the
+    /// backend (and for etcd on the kube version: from 1.34 it watches the compactors'
+    /// shared key, so compactions made by other servers count too).
+    fn compact_revision(&self) -> i64;
 }

@@ -36,6 +36,7 @@ mod options;
 mod selection;
 pub mod selector;
 mod shared;
+mod stats;
 mod status;
 mod transformation;
 mod watch;
@@ -60,6 +61,7 @@ pub use options::{
 pub use selection::SelectionPredicate;
 pub use selector::{FieldSelector, LabelSelector, SelectorError};
 pub use shared::Shared;
+pub use stats::{KeysFn, KeysFuture, Stats};
 pub use status::{Status, StatusCause, StatusDetails, StatusListMeta, StatusReason};
 pub use transformation::TransformationType;
 pub use watch::{WatchEvent, WatchStream};

@@ -6,6 +6,12 @@
 //! component-base prefixes every help string with the stability level (`[ALPHA] `,
 //! `[STABLE] `); the prefix is part of the exposition, so it is part of the help here.
 //!
+//! `apiserver_resource_objects` and `apiserver_resource_size_estimate_bytes` are kube
+//! 1.34's (k8s.io/apiserver v0.34+, the same names, help and labels through v0.37):
+//! registered with the rest, they have series only once a store following kube 1.34
+//! or later sets them ([`StorageMetrics::set_resource_stats`](crate::StorageMetrics::set_resource_stats)),
+//! so a 1.31 exposition is unchanged.
+//!
 //! One metric of `metrics.go` is left out on purpose:
 //! `apiserver_storage_db_total_size_in_bytes` was deprecated in 1.28, and component-base
 //! hides a metric deprecated before the current minor version, so a 1.31 apiserver does
@@ -50,6 +56,10 @@ pub(crate) struct Families {
     pub(crate) requests: IntCounterVec,
     pub(crate) request_errors: IntCounterVec,
     pub(crate) objects: IntGaugeVec,
+    /// kube 1.34+: the object count by group and resource (`Stats`).
+    pub(crate) resource_objects: IntGaugeVec,
+    /// kube 1.34+: the estimated total size of a resource's objects (`Stats`).
+    pub(crate) resource_size_estimate: IntGaugeVec,
     pub(crate) size_bytes: IntGaugeVec,
     pub(crate) events_received: IntCounterVec,
     pub(crate) bookmarks: IntGaugeVec,
@@ -109,6 +119,8 @@ impl Families {
     pub(crate) fn new() -> prometheus::Result<Self> {
         use Stability::{Alpha, Stable};
         let resource = &["resource"];
+        // kube 1.34's families label group and resource apart.
+        let group_resource = &["group", "resource"];
         let operation_type = &["operation", "type"];
         Ok(Self {
             request_duration: histogram_vec(
@@ -135,6 +147,18 @@ impl Families {
                 Stable,
                 "Number of stored objects at the time of last check split by kind. In case of a fetching error, the value will be -1.",
                 resource,
+            )?,
+            resource_objects: gauge_vec(
+                "apiserver_resource_objects",
+                Alpha,
+                "Number of stored objects at the time of last check split by kind. In case of a fetching error, the value will be -1.",
+                group_resource,
+            )?,
+            resource_size_estimate: gauge_vec(
+                "apiserver_resource_size_estimate_bytes",
+                Alpha,
+                "Estimated size of stored objects in database. Estimate is based on sum of last observed sizes of serialized objects. In case of a fetching error, the value will be -1.",
+                group_resource,
             )?,
             size_bytes: gauge_vec(
                 "apiserver_storage_size_bytes",
@@ -233,12 +257,14 @@ impl Families {
     }
 
     /// The families in registration order, as collectors.
-    fn collectors(&self) -> [&dyn Collector; 19] {
+    fn collectors(&self) -> [&dyn Collector; 21] {
         [
             &self.request_duration,
             &self.requests,
             &self.request_errors,
             &self.objects,
+            &self.resource_objects,
+            &self.resource_size_estimate,
             &self.size_bytes,
             &self.events_received,
             &self.bookmarks,
@@ -290,7 +316,7 @@ mod tests {
     fn every_family_has_one_descriptor_with_a_stability_prefix() {
         let families = Families::new().unwrap();
         let descs = families.descs();
-        assert_eq!(descs.len(), 19 + 8);
+        assert_eq!(descs.len(), 21 + 8);
         for desc in descs {
             assert!(
                 desc.help.starts_with("[ALPHA] ") || desc.help.starts_with("[STABLE] "),

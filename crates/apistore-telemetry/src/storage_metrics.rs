@@ -9,6 +9,7 @@
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
+use apistore_storage::{GroupResource, Stats};
 use prometheus::Histogram;
 
 use crate::envelope_metrics::KeyIdSeries;
@@ -129,6 +130,42 @@ impl StorageMetrics {
         self.with_resource(resource, |r| r.set_object_count(count));
     }
 
+    /// Sets what kube 1.34+ sets from a store's `Stats` (its `UpdateStoreStats`, with
+    /// `SizeBasedListCostEstimate` on, as by default): `apiserver_storage_objects{resource}`
+    /// and `apiserver_resource_objects{group,resource}` to the count, and
+    /// `apiserver_resource_size_estimate_bytes{group,resource}` to the estimated total
+    /// size (average times count; -1 when there are objects but no estimate). `None`
+    /// (the stats could not be fetched) sets all three to -1. `group_resource` is
+    /// kube's `resource.group` (`deployments.apps`, `pods`).
+    pub fn set_resource_stats(&self, group_resource: &str, stats: Option<Stats>) {
+        let parsed = GroupResource::parse(group_resource);
+        let labels = [parsed.group.as_str(), parsed.resource.as_str()];
+        let families = &self.inner.families;
+        let (count, size) = match stats {
+            None => (-1, -1),
+            Some(stats)
+                if stats.object_count > 0 && stats.estimated_average_object_size_bytes == 0 =>
+            {
+                (stats.object_count, -1)
+            }
+            Some(stats) => (
+                stats.object_count,
+                stats
+                    .estimated_average_object_size_bytes
+                    .saturating_mul(stats.object_count),
+            ),
+        };
+        self.set_object_count(group_resource, count);
+        families
+            .resource_objects
+            .with_label_values(&labels)
+            .set(count);
+        families
+            .resource_size_estimate
+            .with_label_values(&labels)
+            .set(size);
+    }
+
     /// Observes how many objects are attached to one etcd lease
     /// (`etcd_lease_object_counts`).
     pub fn observe_lease_object_count(&self, count: i64) {
@@ -206,5 +243,106 @@ impl StorageMetrics {
         } else {
             families.data_key_generation_failures.inc();
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The value of `name`'s series with `labels`, if there is one.
+    fn gauge(registry: &prometheus::Registry, name: &str, labels: &[(&str, &str)]) -> Option<i64> {
+        let family = registry.gather().into_iter().find(|f| f.name() == name)?;
+        family
+            .get_metric()
+            .iter()
+            .find(|m| {
+                labels.iter().all(|(n, v)| {
+                    m.get_label()
+                        .iter()
+                        .any(|l| l.name() == *n && l.value() == *v)
+                })
+            })
+            .map(|m| m.get_gauge().get_value() as i64)
+    }
+
+    #[test]
+    fn resource_stats_set_kube_1_34s_gauges_as_its_update_store_stats() {
+        let registry = prometheus::Registry::new();
+        let metrics = StorageMetrics::register(&registry).unwrap();
+        let deployments = [("group", "apps"), ("resource", "deployments")];
+        let pods = [("group", ""), ("resource", "pods")];
+        assert_eq!(gauge(&registry, "apiserver_resource_objects", &pods), None);
+
+        metrics.set_resource_stats(
+            "deployments.apps",
+            Some(Stats {
+                object_count: 3,
+                estimated_average_object_size_bytes: 100,
+            }),
+        );
+        assert_eq!(
+            gauge(&registry, "apiserver_resource_objects", &deployments),
+            Some(3)
+        );
+        assert_eq!(
+            gauge(
+                &registry,
+                "apiserver_resource_size_estimate_bytes",
+                &deployments
+            ),
+            Some(300)
+        );
+        assert_eq!(
+            gauge(
+                &registry,
+                "apiserver_storage_objects",
+                &[("resource", "deployments.apps")]
+            ),
+            Some(3)
+        );
+
+        // Objects but no estimate: the size is unknown.
+        metrics.set_resource_stats(
+            "pods",
+            Some(Stats {
+                object_count: 2,
+                estimated_average_object_size_bytes: 0,
+            }),
+        );
+        assert_eq!(
+            gauge(&registry, "apiserver_resource_objects", &pods),
+            Some(2)
+        );
+        assert_eq!(
+            gauge(&registry, "apiserver_resource_size_estimate_bytes", &pods),
+            Some(-1)
+        );
+
+        // Nothing stored: nothing to estimate, a size of 0.
+        metrics.set_resource_stats("pods", Some(Stats::default()));
+        assert_eq!(
+            gauge(&registry, "apiserver_resource_size_estimate_bytes", &pods),
+            Some(0)
+        );
+
+        // A failed fetch is -1 everywhere.
+        metrics.set_resource_stats("pods", None);
+        assert_eq!(
+            gauge(&registry, "apiserver_resource_objects", &pods),
+            Some(-1)
+        );
+        assert_eq!(
+            gauge(&registry, "apiserver_resource_size_estimate_bytes", &pods),
+            Some(-1)
+        );
+        assert_eq!(
+            gauge(
+                &registry,
+                "apiserver_storage_objects",
+                &[("resource", "pods")]
+            ),
+            Some(-1)
+        );
     }
 }

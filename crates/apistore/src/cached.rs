@@ -27,8 +27,8 @@ use std::sync::{Arc, Mutex, PoisonError};
 use apistore_cacher::{Cacher, CacherConfig, CacherMetrics};
 use apistore_etcd3::Etcd3Store;
 use apistore_storage::{
-    ApiObject, DeleteOptions, GetOptions, ListOptions, ObjectList, ResponseMeta, Result, Storage,
-    Update, UpdateOptions, Versioner, WatchStream,
+    ApiObject, DeleteOptions, GetOptions, KeysFn, ListOptions, ObjectList, ResponseMeta, Result,
+    Stats, Storage, Update, UpdateOptions, Versioner, WatchStream,
 };
 use serde::Serialize;
 use serde::de::DeserializeOwned;
@@ -230,6 +230,34 @@ impl<T: ApiObject + Clone + Default + Send + Sync + 'static> Storage for Resourc
         match self {
             Self::Direct(store) => store.request_watch_progress().await,
             Self::Cached(cacher) => cacher.request_watch_progress().await,
+        }
+    }
+
+    async fn get_current_resource_version(&self) -> Result<u64> {
+        match self {
+            Self::Direct(store) => store.get_current_resource_version().await,
+            Self::Cached(cacher) => cacher.get_current_resource_version().await,
+        }
+    }
+
+    async fn stats(&self) -> Result<Stats> {
+        match self {
+            Self::Direct(store) => store.stats().await,
+            Self::Cached(cacher) => cacher.stats().await,
+        }
+    }
+
+    fn enable_resource_size_estimation(&self, keys: KeysFn) -> Result<()> {
+        match self {
+            Self::Direct(store) => store.enable_resource_size_estimation(keys),
+            Self::Cached(cacher) => cacher.enable_resource_size_estimation(keys),
+        }
+    }
+
+    fn compact_revision(&self) -> i64 {
+        match self {
+            Self::Direct(store) => store.compact_revision(),
+            Self::Cached(cacher) => cacher.compact_revision(),
         }
     }
 }

@@ -108,4 +108,16 @@ impl Storage for Wrapped {
     async fn request_watch_progress(&self) -> Result<()> {
         self.store.request_watch_progress().await
     }
+    async fn get_current_resource_version(&self) -> Result<u64> {
+        self.store.get_current_resource_version().await
+    }
+    async fn stats(&self) -> Result<apistore_storage::Stats> {
+        self.store.stats().await
+    }
+    fn enable_resource_size_estimation(&self, keys: apistore_storage::KeysFn) -> Result<()> {
+        self.store.enable_resource_size_estimation(keys)
+    }
+    fn compact_revision(&self) -> i64 {
+        self.store.compact_revision()
+    }
 }

@@ -59,6 +59,23 @@ macro_rules! store_conformance {
     };
 }
 
+/// The interface kube gained after v0.31.1 (k8s.io/apiserver v0.37's cases, 4):
+/// `GetCurrentResourceVersion`, `Stats` without and with size estimation, and
+/// `CompactRevision`. The last expects the store to see a compaction made by the
+/// backend around it, which the etcd3 store does from kube 1.34 on: run these with a
+/// store at 1.34 or later.
+#[macro_export]
+macro_rules! interface_conformance {
+    ($backend:path) => {
+        $crate::conformance_cases!($backend;
+            run_test_get_current_resource_version => run_test_get_current_resource_version [Fresh],
+            run_test_stats => run_test_stats [Shared],
+            run_test_stats_with_size_estimation => run_test_stats_with_size_estimation [Shared],
+            run_test_compact_revision => run_test_compact_revision [Fresh],
+        );
+    };
+}
+
 /// The list cases of `store_tests.go`: `RunTestList` and the paging, resourceVersion
 /// and continue cases, and the tokens' bytes (11).
 #[macro_export]

@@ -27,6 +27,7 @@ mod count;
 mod create;
 mod delete;
 mod get;
+mod interface;
 mod keys;
 mod list;
 mod list_failure;
@@ -49,6 +50,7 @@ pub use count::*;
 pub use create::*;
 pub use delete::*;
 pub use get::*;
+pub use interface::*;
 pub use keys::*;
 pub use list::{
     run_test_consistent_list, run_test_get_list_non_recursive, run_test_get_list_recursive_prefix,
