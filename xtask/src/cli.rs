@@ -1,5 +1,5 @@
 //! The command line: `cargo xtask test [--etcd V] | interop [--etcd V]... | demo |
-//! bench [--quick] | soak | soak-tests [--runs N] [--package P]... [--test T]... [--no-load]
+//! bench [--quick] [--only NAME]... [--arm A] [--report PATH|--no-report] [--no-go] | soak | soak-tests [--runs N] [--package P]... [--test T]... [--no-load]
 //! | help`.
 //!
 //! Hand-rolled: a few subcommands do not need an argument-parsing dependency.
@@ -32,7 +32,20 @@ commands:
                                 three (the default), also what `kine` runs
   demo [-- <demo args>]         run the demo example (crates/apistore/examples/demo.rs)
                                 against a fresh etcd
-  bench [--quick]               run the benchmarks (crates/apistore-bench) in release
+  bench [--quick] [--only NAME]... [--arm apistore|raw|kube] [--report PATH]
+        [--no-report] [--no-go]
+                                run the benchmarks (crates/apistore-bench) in release;
+                                --quick: shorter runs, docs/benchmarks.md left alone;
+                                --only NAME: only the workloads whose names contain
+                                NAME (repeatable: `create`, `list whole`, `pods`,
+                                `kube`, `kube store-list`...); --arm: one arm only,
+                                for profiling (no report); --report PATH: write the
+                                report there instead of docs/benchmarks.md;
+                                --no-report: write none. The kube section runs the
+                                same workloads through k8s.io/apiserver v0.37.2's
+                                etcd3 store (interop/gobench, Go, built from the
+                                module proxy with Go's caches the first time);
+                                without Go, or with --no-go, it is left out
   soak [-- <soak args>]         60 s of mixed load on a three-member etcd cluster with a
                                 member restarted midway, then check every write and
                                 watch (crates/apistore-etcd3/examples/soak.rs, release;
@@ -78,8 +91,9 @@ pub(crate) enum Command {
     Interop { etcd: Vec<EtcdVersion> },
     /// The demo example; the arguments go to it.
     Demo { demo_args: Vec<String> },
-    /// The benchmarks.
-    Bench { quick: bool },
+    /// The benchmarks: the arguments go to the harness as they are; `go` says
+    /// whether to build the Go arm (interop/gobench) and hand it over.
+    Bench { bench_args: Vec<String>, go: bool },
     /// The soak; the arguments go to it.
     Soak { soak_args: Vec<String> },
     /// Every test binary (of these packages and with these target names; none: all
@@ -136,14 +150,7 @@ impl Command {
             "demo" => Ok(Self::Demo {
                 demo_args: after_double_dash("demo", rest)?,
             }),
-            "bench" => match rest {
-                [] => Ok(Self::Bench { quick: false }),
-                [flag] if flag == "--quick" => Ok(Self::Bench { quick: true }),
-                _ => Err(format!(
-                    "`bench` takes only --quick, not `{}`",
-                    rest.join(" ")
-                )),
-            },
+            "bench" => bench(rest),
             "soak" => Ok(Self::Soak {
                 soak_args: after_double_dash("soak", rest)?,
             }),
@@ -157,6 +164,73 @@ impl Command {
             other => Err(format!("unknown command `{other}`")),
         }
     }
+}
+
+/// The harness's flags that take a value, and the values `--arm` accepts.
+const BENCH_VALUE_FLAGS: [&str; 3] = ["--only", "--arm", "--report"];
+/// The arms `--arm` names (the harness also takes `a`, `b`, `go`).
+const BENCH_ARMS: [&str; 3] = ["apistore", "raw", "kube"];
+
+/// `bench [--quick] [--only NAME]... [--arm A] [--report PATH] [--no-report] [--no-go]`,
+/// in any order (`--flag=value` too): checked here so a typo fails before the release
+/// build, then passed on to the harness as given, but for `--no-go`, which is xtask's.
+fn bench(mut rest: &[String]) -> Result<Command, String> {
+    let mut bench_args = Vec::new();
+    let mut go = true;
+    while let Some((flag, after)) = rest.split_first() {
+        rest = after;
+        match flag.as_str() {
+            "--quick" | "--no-report" => {
+                bench_args.push(flag.clone());
+                continue;
+            }
+            "--no-go" => {
+                go = false;
+                continue;
+            }
+            _ => {}
+        }
+        let (name, inline) = match flag.split_once('=') {
+            Some((name, value)) => (name, Some(value.to_owned())),
+            None => (flag.as_str(), None),
+        };
+        if !BENCH_VALUE_FLAGS.contains(&name) {
+            return Err(format!(
+                "`bench` takes --quick, --only NAME, --arm {}, --report PATH, --no-report \
+                 and --no-go, not `{flag}`",
+                BENCH_ARMS.join("|")
+            ));
+        }
+        let value = match inline {
+            Some(value) => value,
+            None => {
+                let (value, after) = rest
+                    .split_first()
+                    .ok_or_else(|| format!("`bench {name}` needs a value"))?;
+                rest = after;
+                value.clone()
+            }
+        };
+        if value.is_empty() {
+            return Err(format!("`bench {name}` needs a value"));
+        }
+        if name == "--arm" && !BENCH_ARMS.contains(&value.as_str()) {
+            return Err(format!(
+                "`bench --arm {value}`: the arms are {}",
+                BENCH_ARMS.join(", ")
+            ));
+        }
+        bench_args.push(name.to_owned());
+        bench_args.push(value);
+    }
+    if !go
+        && bench_args
+            .windows(2)
+            .any(|w| w[0] == "--arm" && w[1] == "kube")
+    {
+        return Err("`bench --arm kube` runs the Go arm, which --no-go leaves out".to_owned());
+    }
+    Ok(Command::Bench { bench_args, go })
 }
 
 /// The default number of runs of each test binary in `soak-tests`.
@@ -314,11 +388,6 @@ mod tests {
             })
         );
         assert_eq!(parse(&["demo"]), Ok(Command::Demo { demo_args: vec![] }));
-        assert_eq!(parse(&["bench"]), Ok(Command::Bench { quick: false }));
-        assert_eq!(
-            parse(&["bench", "--quick"]),
-            Ok(Command::Bench { quick: true })
-        );
         assert_eq!(parse(&["soak"]), Ok(Command::Soak { soak_args: vec![] }));
         assert_eq!(
             parse(&["soak", "--", "--seconds", "10"]),
@@ -390,6 +459,74 @@ mod tests {
             parse(&["soak-tests", "--bins", "x"])
                 .unwrap_err()
                 .contains("--bins")
+        );
+    }
+
+    #[test]
+    fn bench_passes_the_harness_options_on() {
+        let bench = |args: &[&str], go| {
+            Ok(Command::Bench {
+                bench_args: args.iter().map(|s| (*s).to_owned()).collect(),
+                go,
+            })
+        };
+        assert_eq!(parse(&["bench"]), bench(&[], true));
+        assert_eq!(parse(&["bench", "--quick"]), bench(&["--quick"], true));
+        assert_eq!(
+            parse(&[
+                "bench",
+                "--only",
+                "get, 16",
+                "--quick",
+                "--only=kube",
+                "--arm",
+                "kube",
+                "--report=/tmp/r.md"
+            ]),
+            bench(
+                &[
+                    "--only",
+                    "get, 16",
+                    "--quick",
+                    "--only",
+                    "kube",
+                    "--arm",
+                    "kube",
+                    "--report",
+                    "/tmp/r.md"
+                ],
+                true
+            )
+        );
+        assert_eq!(
+            parse(&["bench", "--no-go", "--no-report", "--arm=raw"]),
+            bench(&["--no-report", "--arm", "raw"], false)
+        );
+    }
+
+    #[test]
+    fn bench_mistakes_are_reported() {
+        assert!(parse(&["bench", "--slow"]).unwrap_err().contains("--slow"));
+        assert!(
+            parse(&["bench", "--only"])
+                .unwrap_err()
+                .contains("needs a value")
+        );
+        assert!(
+            parse(&["bench", "--only="])
+                .unwrap_err()
+                .contains("needs a value")
+        );
+        assert!(
+            parse(&["bench", "--arm", "go2"])
+                .unwrap_err()
+                .contains("go2")
+        );
+        assert!(parse(&["bench", "--quick=yes"]).is_err());
+        assert!(
+            parse(&["bench", "--no-go", "--arm", "kube"])
+                .unwrap_err()
+                .contains("--no-go")
         );
     }
 

@@ -69,6 +69,15 @@ const INTEROP_PACKAGE: &str = "apistore-interop";
 /// The reference harness's Go module, relative to the workspace root.
 const REFERENCE_MODULE: &str = "interop/reference";
 
+/// The bench's Go arm (k8s.io/apiserver v0.37.2's etcd3 store), relative to the root.
+const GOBENCH_MODULE: &str = "interop/gobench";
+
+/// Its binary's name in target/tools.
+const GOBENCH_BINARY: &str = "apistore-gobench";
+
+/// Environment variable the bench harness reads the Go arm's binary from.
+const GOBENCH_BIN_ENV: &str = "APISTORE_GOBENCH_BIN";
+
 fn main() -> ExitCode {
     let args: Vec<String> = env::args().skip(1).collect();
     let command = match cli::Command::parse(&args) {
@@ -148,7 +157,7 @@ fn run(command: cli::Command) -> Result<()> {
         } => test(&root, etcd, &cargo_test_args),
         cli::Command::Interop { etcd } => interop(&root, &etcd),
         cli::Command::Demo { demo_args } => demo(&root, &demo_args),
-        cli::Command::Bench { quick } => bench(&root, quick),
+        cli::Command::Bench { bench_args, go } => bench(&root, &bench_args, go),
         cli::Command::Soak { soak_args } => soak(&root, &soak_args),
         cli::Command::SoakTests {
             runs,
@@ -545,22 +554,57 @@ fn demo(root: &Path, demo_args: &[String]) -> Result<()> {
     run_step(&mut demo)
 }
 
-fn bench(root: &Path, quick: bool) -> Result<()> {
+fn bench(root: &Path, bench_args: &[String], go: bool) -> Result<()> {
     if !root.join("crates").join("apistore-bench").is_dir() {
         return Err(XtaskError::NoBenchCrate);
     }
     let cargo = cargo();
     let protoc = provision::protoc(root)?;
     let etcd_bin = provision::etcd()?;
+    let gobench = if go { gobench(root) } else { None };
     // The bench harness starts (and times) its own etcd.
     let mut bench = cargo_command(&cargo, root, &protoc);
+    bench.env(ETCD_BIN_ENV, &etcd_bin);
+    match &gobench {
+        Some(binary) => bench.env(GOBENCH_BIN_ENV, binary),
+        None => bench.env_remove(GOBENCH_BIN_ENV),
+    };
     bench
-        .env(ETCD_BIN_ENV, &etcd_bin)
-        .args(["run", "--release", "-p", "apistore-bench", "--"]);
-    if quick {
-        bench.arg("--quick");
-    }
+        .args(["run", "--release", "-p", "apistore-bench", "--"])
+        .args(bench_args);
     run_step(&mut bench)
+}
+
+/// Builds the bench's Go arm into target/tools (Go's own caches make later builds a
+/// link at most); `None`, said on the terminal, when there is no Go or the build fails,
+/// so the rest of the bench still runs.
+fn gobench(root: &Path) -> Option<PathBuf> {
+    let module = root.join(GOBENCH_MODULE);
+    if !module.join("go.mod").is_file() {
+        return None;
+    }
+    let go = match Go::find("the bench's kube section") {
+        Ok(go) => go,
+        Err(error) => {
+            println!("xtask: {error}; the bench runs without its kube section");
+            return None;
+        }
+    };
+    let tools = root.join(provision::TOOLS_DIR);
+    let binary = tools.join(GOBENCH_BINARY);
+    let built = fs::create_dir_all(&tools)
+        .map_err(|e| XtaskError::io(format!("create {}", tools.display()), e))
+        .and_then(|()| go.build(&module, &binary, &[], &[]));
+    match built {
+        Ok(()) => Some(binary),
+        Err(error) => {
+            println!(
+                "xtask: building {GOBENCH_MODULE} failed ({error}); the bench runs without \
+                 its kube section"
+            );
+            None
+        }
+    }
 }
 
 fn soak(root: &Path, soak_args: &[String]) -> Result<()> {

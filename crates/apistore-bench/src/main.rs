@@ -15,7 +15,10 @@
 //! lists of 10,000 realistic Pods stored as kube's
 //! protobuf against the same Pods as JSON and against a raw range plus decode
 //! (src/pods.rs); the watch cache's lists and watchers (src/cacher.rs). The baseline is
-//! src/raw.rs.
+//! src/raw.rs. Last, the kube section (src/kube.rs): the same realistic Pods through
+//! apistore, through kube-apiserver's own etcd3 store (k8s.io/apiserver v0.37.2, the Go
+//! program `interop/gobench`, driven from src/gobench.rs) and through raw etcd-client,
+//! side by side, when `cargo xtask bench` built the Go program (`APISTORE_GOBENCH_BIN`).
 //!
 //! Options (after `--` when run through cargo):
 //! - `--quick`: fewer rounds and shorter runs (under two minutes); the report is printed
@@ -23,9 +26,11 @@
 //! - `--only NAME` (repeatable): only the workloads whose names contain one of the
 //!   NAMEs (`create`, `get, 16`, `list whole`, `pods`, `watch`, `idle`, `aes`, `aes get`,
 //!   `kms`, `kms get`, `cacher`, `cacher list`, `cacher watchers`,
-//!   `telemetry`, `telemetry untraced create`, `telemetry traced guaranteed update`...),
-//!   for profiling;
-//! - `--arm apistore|raw`: run only arm A or only arm B, for profiling (no report);
+//!   `telemetry`, `telemetry untraced create`, `telemetry traced guaranteed update`,
+//!   `kube`, `kube decode`, `kube list`, `kube store-list`, `kube store-list RV=Exact`,
+//!   `kube get`...), for profiling;
+//! - `--arm apistore|raw|kube`: run only arm A, only arm B, or only the kube section's
+//!   Go side, for profiling (no report);
 //! - `--report PATH`: write the report to PATH; `--no-report`: write no file.
 
 mod alloc;
@@ -35,7 +40,10 @@ mod cpu;
 mod crud;
 mod driver;
 mod error;
+mod gobench;
 mod kms;
+mod kube;
+mod kube_pod;
 mod list;
 mod machine;
 mod object;
@@ -128,9 +136,10 @@ fn parse_args(args: impl Iterator<Item = String>) -> Result<(Settings, ReportTar
                 settings.single_arm = Some(match value("--arm")?.as_str() {
                     "apistore" | "a" | "A" => 0,
                     "raw" | "b" | "B" => 1,
+                    "kube" | "go" => KUBE_ARM,
                     other => {
                         return Err(BenchError::Invalid(format!(
-                            "--arm takes apistore or raw, not {other}"
+                            "--arm takes apistore, raw or kube, not {other}"
                         )));
                     }
                 });
@@ -162,9 +171,16 @@ fn run(settings: Settings, target: ReportTarget) -> Result<()> {
         })?;
     let profiling = settings.single_arm.is_some();
     let quick = settings.quick;
-    let (comparisons, notes) = runtime.block_on(async {
+    let endpoint = etcd.endpoint();
+    let (comparisons, notes, side_by_side) = runtime.block_on(async {
         let bench = Bench::connect(&etcd, settings).await?;
-        run_workloads(&bench).await
+        let (comparisons, mut notes) = if bench.settings.single_arm == Some(KUBE_ARM) {
+            (Vec::new(), Vec::new())
+        } else {
+            run_workloads(&bench).await?
+        };
+        let side_by_side = run_kube(&bench, &endpoint, &mut notes).await?;
+        Ok::<_, BenchError>((comparisons, notes, side_by_side))
     })?;
     drop(runtime);
     drop(etcd);
@@ -173,6 +189,7 @@ fn run(settings: Settings, target: ReportTarget) -> Result<()> {
         info,
         comparisons,
         notes,
+        side_by_side,
     };
     report.notes.push(format!(
         "the run took {:.0} s; load average (1, 5, 15 min) before: {load_before}, after: {} \
@@ -201,6 +218,36 @@ fn run(settings: Settings, target: ReportTarget) -> Result<()> {
     report.write_doc(&path)?;
     println!("report written to {}", path.display());
     Ok(())
+}
+
+/// The `--arm` index of the kube section's Go side (0 and 1 are arms A and B).
+const KUBE_ARM: usize = 2;
+
+/// The kube section, when selected and the Go arm was built; otherwise a note says why
+/// it did not run.
+async fn run_kube(
+    bench: &Bench,
+    endpoint: &str,
+    notes: &mut Vec<String>,
+) -> Result<Option<kube::SideBySide>> {
+    if !kube::selected(&bench.settings) {
+        return Ok(None);
+    }
+    let Some(binary) = gobench::binary_from_env() else {
+        notes.push(format!(
+            "kube section not run: no Go arm ({} unset; `cargo xtask bench` builds \
+             interop/gobench when Go is installed)",
+            gobench::GOBENCH_BIN_ENV
+        ));
+        return Ok(None);
+    };
+    let section_started = Instant::now();
+    println!("kube: apistore against kube-apiserver's etcd3 store (Go) and raw etcd-client");
+    let mut go = gobench::GoArm::start(&binary, endpoint)?;
+    let mut side_by_side = bench.kube_section(&mut go).await?;
+    notes.append(&mut side_by_side.notes);
+    println!("  ({:.0} s)", section_started.elapsed().as_secs_f64());
+    Ok(Some(side_by_side))
 }
 
 async fn run_workloads(bench: &Bench) -> Result<(Vec<Comparison>, Vec<String>)> {

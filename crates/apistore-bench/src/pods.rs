@@ -303,12 +303,16 @@ fn namespace_prefix(namespace: &str) -> String {
     format!("{ETCD_PREFIX}{RESOURCE}/{namespace}/")
 }
 
-fn pod_name(i: u64) -> String {
-    format!("api-7c9d8b6f5-{i:05}")
+/// What every Pod's name starts with: its ReplicaSet's name and a dash.
+pub(crate) const POD_NAME_PREFIX: &str = "api-7c9d8b6f5-";
+
+/// The name of the `i`th Pod (`api-7c9d8b6f5-00042`), five digits after the prefix.
+pub(crate) fn pod_name(i: u64) -> String {
+    format!("{POD_NAME_PREFIX}{i:05}")
 }
 
 /// A realistic Pod, the `i`th of a ReplicaSet's.
-fn pod(i: u64) -> Value {
+pub(crate) fn pod(i: u64) -> Value {
     let container = |name: &str, image: &str, port: u16| {
         json!({
             "name": name,

@@ -88,6 +88,8 @@ pub(crate) struct Report {
     pub(crate) comparisons: Vec<Comparison>,
     /// Extra lines worth knowing (spans exported, skipped parts).
     pub(crate) notes: Vec<String>,
+    /// The kube section's side-by-side table, when it ran.
+    pub(crate) side_by_side: Option<crate::kube::SideBySide>,
 }
 
 impl Report {
@@ -163,6 +165,9 @@ impl Report {
             }
             let _ = writeln!(out, "\n### {title}\n\n{legend}\n");
             write_table(&mut out, &rows);
+        }
+        if let Some(side_by_side) = &self.side_by_side {
+            out.push_str(&side_by_side.markdown());
         }
         let _ = writeln!(out, "\n### Targets\n");
         let _ = writeln!(

@@ -1,0 +1,1017 @@
+//! The kube section: apistore against kube-apiserver's own storage layer (k8s.io/apiserver
+//! v0.37.2's etcd3 store, in Go: `interop/gobench`, see src/gobench.rs) and against raw
+//! etcd-client, on the same etcd, in the same run, round after round, with the same
+//! realistic Pods (src/pods.rs) stored as kube's protobuf.
+//!
+//! Workloads, each named `kube ...` for `--only`:
+//! - `kube decode/Pod`: a stored value decoded into an object (apistore: `DynamicObject`
+//!   through the protobuf codec; kube: the storage codec into a typed `v1.Pod`), and the
+//!   memory each decoded Pod holds;
+//! - `kube list whole` and `kube list pages of 500`: one caller listing all 10,000 Pods;
+//! - `kube store-list RV=<match> <scope>`: the shape of kube's `RunBenchmarkStoreList`
+//!   (resourceVersion "" / NotOlderThan / Exact × cluster, cluster in pages of 1,000,
+//!   one node by field selector `spec.nodeName`, one namespace), 4 callers, reporting
+//!   list-objs/s and list-calls/s; Pods spread over 100 namespaces and 100 nodes;
+//! - `kube create|get|guaranteed update, 1|16 caller(s)`: on a pool of 1,024 Pods.
+//!
+//! The raw etcd-client arm does the same etcd requests with no codec at all (the floor
+//! under both stores); it has no store-list or decode rows.
+
+use std::fmt::Write as _;
+use std::hint::black_box;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Instant;
+
+use apistore_etcd3::{Etcd3Store, StoreConfig};
+use apistore_protobuf::{KubeProtobuf, MediaType, StorageCodec};
+use apistore_storage::{
+    ApiObject, Codec, DynamicObject, GetOptions, ListOptions, ResourceVersionMatch, Storage,
+    UpdateOptions,
+};
+use apistore_value::IdentityTransformer;
+use etcd_client::{Compare, CompareOp, GetOptions as EtcdGetOptions, Txn, TxnOp};
+use serde_json::{Value, json};
+
+use crate::alloc::Window;
+use crate::bench::Bench;
+use crate::crud::{Crud, workload_name};
+use crate::driver::{self, OpFn, Plan, Sample};
+use crate::error::{BenchError, Result};
+use crate::gobench::{GoAnswer, GoArm};
+use crate::kube_pod::KubePod;
+use crate::object::ETCD_PREFIX;
+use crate::pods::{POD_NAME_PREFIX, pod, pod_name};
+use crate::raw::prefix_range_end;
+use crate::report::format_value;
+use crate::stats::{Metric, Unit, median};
+
+/// Every workload name of the section starts with this.
+pub(crate) const PREFIX: &str = "kube ";
+/// The resource, as both stores name it.
+const RESOURCE: &str = "pods";
+/// Namespaces and nodes the listed Pods are spread over.
+const SPREAD: u64 = 100;
+/// The namespace of the CRUD pool.
+const POOL_NAMESPACE: &str = "kube-pool";
+/// Callers of the store-list workloads (kube's benchmark runs 4 per GOMAXPROCS).
+const LIST_CALLERS: usize = 4;
+/// The page of the paged cluster-scope store-list (kube's, above 1,000 items).
+const STORE_LIST_PAGE: i64 = 1_000;
+/// The page of the single-caller paged list.
+const LIST_PAGE: i64 = 500;
+/// Puts per fill transaction (etcd's default `--max-txn-ops` is 128).
+const FILL_BATCH: usize = 100;
+/// The annotation a guaranteed update bumps, so that every update writes.
+const COUNTER: &str = "bench.apistore.io/counter";
+
+/// The apistore side: the etcd3 store over Pods stored as protobuf.
+type PodStore = Etcd3Store<KubePod>;
+
+/// The three sides, in the order each round runs them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Side {
+    Apistore,
+    Kube,
+    Raw,
+}
+
+impl Side {
+    /// The `--arm` index that selects this side alone.
+    fn arm(self) -> usize {
+        match self {
+            Self::Apistore => 0,
+            Self::Raw => 1,
+            Self::Kube => 2,
+        }
+    }
+}
+
+/// One figure of a workload: its values per round on each side.
+#[derive(Debug, Clone)]
+struct Figure {
+    metric: Metric,
+    raw: Vec<f64>,
+    higher_is_better: bool,
+    /// The issue's goal for apistore ÷ kube, if it sets one.
+    goal: Option<f64>,
+}
+
+/// One workload's figures.
+#[derive(Debug, Clone)]
+struct Row {
+    workload: String,
+    figures: Vec<Figure>,
+}
+
+/// What the section measured, for the report.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct SideBySide {
+    rows: Vec<Row>,
+    /// Lines worth knowing (data sizes, what did not run).
+    pub(crate) notes: Vec<String>,
+}
+
+/// The spec of one figure: heading, unit, direction, goal.
+#[derive(Debug, Clone, Copy)]
+struct Spec {
+    name: &'static str,
+    unit: Unit,
+    higher_is_better: bool,
+    goal: Option<f64>,
+}
+
+const fn spec(name: &'static str, unit: Unit, higher_is_better: bool, goal: Option<f64>) -> Spec {
+    Spec {
+        name,
+        unit,
+        higher_is_better,
+        goal,
+    }
+}
+
+/// Collects a workload's per-round values, side by side.
+struct Collector {
+    specs: Vec<Spec>,
+    values: [Vec<Vec<f64>>; 3],
+}
+
+impl Collector {
+    fn new(specs: &[Spec]) -> Self {
+        let empty = || vec![Vec::new(); specs.len()];
+        Self {
+            specs: specs.to_vec(),
+            values: [empty(), empty(), empty()],
+        }
+    }
+
+    fn push(&mut self, side: Side, round: Vec<f64>) {
+        let index = match side {
+            Side::Apistore => 0,
+            Side::Kube => 1,
+            Side::Raw => 2,
+        };
+        for (values, value) in self.values[index].iter_mut().zip(round) {
+            values.push(value);
+        }
+    }
+
+    fn row(self, workload: String) -> Row {
+        let [a, b, raw] = self.values;
+        let figures = self
+            .specs
+            .iter()
+            .zip(a.into_iter().zip(b).zip(raw))
+            .map(|(spec, ((a, b), raw))| Figure {
+                metric: Metric::new(spec.name, spec.unit, a, b),
+                raw,
+                higher_is_better: spec.higher_is_better,
+                goal: spec.goal,
+            })
+            .collect();
+        Row { workload, figures }
+    }
+}
+
+/// The list scopes of kube's store-list benchmark.
+#[derive(Debug, Clone, Copy)]
+enum Scope {
+    Cluster,
+    ClusterPaged,
+    Node,
+    Namespace,
+}
+
+impl Scope {
+    fn name(self) -> String {
+        match self {
+            Self::Cluster => "cluster".to_owned(),
+            Self::ClusterPaged => format!("cluster, pages of {STORE_LIST_PAGE}"),
+            Self::Node => "node (spec.nodeName=)".to_owned(),
+            Self::Namespace => "namespace".to_owned(),
+        }
+    }
+
+    fn limit(self) -> i64 {
+        match self {
+            Self::ClusterPaged => STORE_LIST_PAGE,
+            _ => 0,
+        }
+    }
+}
+
+/// The namespace of the `k`th listed Pod.
+fn namespace_of(k: u64) -> String {
+    format!("kube-ns-{:03}", k / SPREAD % SPREAD)
+}
+
+/// The node of the `k`th listed Pod.
+fn node_of(k: u64) -> String {
+    format!("node-{:03}", k % SPREAD)
+}
+
+/// The `k`th Pod, in `namespace` on `node`, as kube's protobuf.
+fn encoded_pod(kp: &KubeProtobuf, k: u64, namespace: &str, node: &str) -> Result<Vec<u8>> {
+    let mut value = pod(k);
+    value["metadata"]["namespace"] = json!(namespace);
+    value["spec"]["nodeName"] = json!(node);
+    Ok(kp.encode_value(&value)?)
+}
+
+/// What a rotating caller picks: the `seq`th call of `caller` out of `count` choices.
+fn pick(caller: usize, seq: u64, count: u64) -> u64 {
+    (caller as u64 * 7919 + seq) % count.max(1)
+}
+
+/// Whether any kube workload is selected.
+pub(crate) fn selected(settings: &crate::settings::Settings) -> bool {
+    settings.only.is_empty() || settings.only.iter().any(|o| o.starts_with("kube"))
+}
+
+impl Bench {
+    /// Runs the section against the Go arm.
+    pub(crate) async fn kube_section(&self, go: &mut GoArm) -> Result<SideBySide> {
+        let mut out = SideBySide::default();
+        let store = Arc::new(PodStore::with_parts(
+            self.client.clone(),
+            StoreConfig::for_resource(RESOURCE),
+            Arc::new(StorageCodec::<KubePod>::new(MediaType::Protobuf)),
+            Arc::new(IdentityTransformer),
+        ));
+        let kp = KubeProtobuf::k8s_1_31();
+        self.clear_pods().await?;
+
+        let lists = [
+            "kube decode/Pod",
+            "kube list whole",
+            "kube list pages of 500",
+            "kube store-list",
+        ];
+        if lists.iter().any(|name| self.settings.selected(name)) {
+            let objects = self.settings.list_objects;
+            let mut values = Vec::with_capacity(objects as usize);
+            let mut puts = Vec::with_capacity(objects as usize);
+            for k in 0..objects {
+                let namespace = namespace_of(k);
+                let value = encoded_pod(kp, k, &namespace, &node_of(k))?;
+                puts.push((
+                    format!("{ETCD_PREFIX}{RESOURCE}/{namespace}/{}", pod_name(k)),
+                    value.clone(),
+                ));
+                values.push(value);
+            }
+            self.put_batches(puts).await?;
+            let revision = self.current_revision().await?;
+            let bytes: usize = values.iter().map(Vec::len).sum();
+            out.notes.push(format!(
+                "kube section: {objects} Pods as protobuf, {:.0} bytes each on average, over \
+                 {SPREAD} namespaces and {SPREAD} nodes, stored at revision {revision} (the \
+                 resourceVersion of the NotOlderThan and Exact store-lists); the same etcd \
+                 for all three sides",
+                bytes as f64 / objects.max(1) as f64
+            ));
+            let result = self
+                .kube_lists(go, &store, &values, revision, &mut out)
+                .await;
+            self.clear_pods().await?;
+            self.compact().await?;
+            result?;
+        }
+
+        let crud: Vec<(Crud, usize)> = [Crud::Create, Crud::Get, Crud::Update]
+            .into_iter()
+            .flat_map(|op| [(op, 1), (op, 16)])
+            .filter(|&(op, callers)| {
+                self.settings
+                    .selected(&format!("{PREFIX}{}", workload_name(op, callers)))
+            })
+            .collect();
+        if !crud.is_empty() {
+            let pool = self.settings.pool_size;
+            let mut puts = Vec::with_capacity(pool as usize);
+            for k in 0..pool {
+                puts.push((
+                    format!("{ETCD_PREFIX}{RESOURCE}/{POOL_NAMESPACE}/{}", pod_name(k)),
+                    encoded_pod(kp, k, POOL_NAMESPACE, &node_of(k))?,
+                ));
+            }
+            self.put_batches(puts).await?;
+            let mut result = Ok(());
+            for (op, callers) in crud {
+                match self.kube_crud(go, &store, op, callers).await {
+                    Ok(row) => out.rows.push(row),
+                    Err(error) => {
+                        result = Err(error);
+                        break;
+                    }
+                }
+            }
+            self.clear_pods().await?;
+            self.compact().await?;
+            result?;
+        }
+        Ok(out)
+    }
+
+    /// Deletes every Pod (untimed).
+    async fn clear_pods(&self) -> Result<()> {
+        let mut kv = self.raw.client().kv_client();
+        kv.delete(
+            format!("{ETCD_PREFIX}{RESOURCE}/"),
+            Some(etcd_client::DeleteOptions::new().with_prefix()),
+        )
+        .await?;
+        Ok(())
+    }
+
+    /// Puts the keys and values in transactions of [`FILL_BATCH`] (untimed).
+    async fn put_batches(&self, puts: Vec<(String, Vec<u8>)>) -> Result<()> {
+        let mut kv = self.raw.kv();
+        for batch in puts.chunks(FILL_BATCH) {
+            let ops: Vec<TxnOp> = batch
+                .iter()
+                .map(|(key, value)| TxnOp::put(key.as_str(), value.clone(), None))
+                .collect();
+            kv.txn(Txn::new().and_then(ops)).await?;
+        }
+        Ok(())
+    }
+
+    /// Whether a side runs in this run (`--arm` runs one alone, for profiling).
+    fn runs(&self, side: Side) -> bool {
+        self.settings.single_arm.is_none_or(|arm| arm == side.arm())
+    }
+
+    /// The go arm's answer to one request, off the runtime's async threads.
+    fn ask(go: &mut GoArm, request: &Value) -> Result<GoAnswer> {
+        tokio::task::block_in_place(|| go.call(request))
+    }
+
+    async fn kube_lists(
+        &self,
+        go: &mut GoArm,
+        store: &Arc<PodStore>,
+        values: &[Vec<u8>],
+        revision: i64,
+        out: &mut SideBySide,
+    ) -> Result<()> {
+        let rounds = self.settings.rounds;
+        let objects = self.settings.list_objects;
+        if self.settings.selected("kube decode/Pod") {
+            println!("  kube decode/Pod");
+            let mut collector = Collector::new(&[
+                spec("decode/Pod", Unit::Seconds, false, Some(1.0)),
+                spec("memory/decoded Pod", Unit::Bytes, false, None),
+            ]);
+            let request =
+                json!({"op": "decode", "etcdPrefix": format!("{ETCD_PREFIX}{RESOURCE}/")});
+            for _ in 0..rounds {
+                if self.runs(Side::Apistore) {
+                    collector.push(Side::Apistore, decode_dynamic(values)?);
+                }
+                if self.runs(Side::Kube) {
+                    let answer = Self::ask(go, &request)?;
+                    if answer.ops != objects {
+                        return Err(BenchError::Invalid(format!(
+                            "the kube arm decoded {} Pods, expected {objects}",
+                            answer.ops
+                        )));
+                    }
+                    collector.push(
+                        Side::Kube,
+                        vec![answer.decode_seconds, answer.bytes_per_object],
+                    );
+                }
+            }
+            out.rows
+                .push(collector.row("kube decode/Pod, protobuf → object".to_owned()));
+        }
+
+        for (name, limit) in [
+            ("kube list whole", 0),
+            ("kube list pages of 500", LIST_PAGE),
+        ] {
+            if !self.settings.selected(name) {
+                continue;
+            }
+            println!("  {name}");
+            let mut collector = Collector::new(&[
+                spec("time/list", Unit::Seconds, false, Some(0.9)),
+                spec("client CPU/list", Unit::CpuSeconds, false, None),
+            ]);
+            let request = json!({
+                "op": "list", "keys": ["/pods"], "limit": limit, "callers": 1, "seconds": 0.0,
+            });
+            for _ in 0..rounds {
+                for side in [Side::Apistore, Side::Kube, Side::Raw] {
+                    if !self.runs(side) {
+                        continue;
+                    }
+                    let mut times = Vec::new();
+                    let mut cpu = Vec::new();
+                    for _ in 0..self.settings.list_repeats {
+                        let (time, client_cpu, listed) = match side {
+                            Side::Apistore => {
+                                let (sample, listed, _) = self
+                                    .store_lists(store, 1, Plan::Count(1), ListShape::whole(limit))
+                                    .await?;
+                                (sample.latency(0.5), sample.client_cpu_per_op(), listed)
+                            }
+                            Side::Kube => {
+                                let answer = Self::ask(go, &request)?;
+                                (
+                                    answer.latency(0.5),
+                                    answer.cpu_seconds / answer.ops.max(1) as f64,
+                                    answer.objects,
+                                )
+                            }
+                            Side::Raw => {
+                                let (sample, listed) = self.raw_lists(limit).await?;
+                                (sample.latency(0.5), sample.client_cpu_per_op(), listed)
+                            }
+                        };
+                        if listed != objects {
+                            return Err(BenchError::Invalid(format!(
+                                "{side:?} listed {listed} Pods, expected {objects}"
+                            )));
+                        }
+                        times.push(time);
+                        cpu.push(client_cpu);
+                    }
+                    collector.push(side, vec![median(&times), median(&cpu)]);
+                }
+            }
+            out.rows.push(collector.row(name.to_owned()));
+        }
+
+        let namespaces: Vec<String> = (0..SPREAD).map(|k| namespace_of(k * SPREAD)).collect();
+        let nodes: Vec<String> = (0..SPREAD).map(node_of).collect();
+        for (matching, rv) in [
+            (ResourceVersionMatch::Unset, String::new()),
+            (ResourceVersionMatch::NotOlderThan, revision.to_string()),
+            (ResourceVersionMatch::Exact, revision.to_string()),
+        ] {
+            for scope in [
+                Scope::Cluster,
+                Scope::ClusterPaged,
+                Scope::Node,
+                Scope::Namespace,
+            ] {
+                let workload = format!(
+                    "{PREFIX}store-list RV={} {}",
+                    if matching == ResourceVersionMatch::Unset {
+                        "\"\""
+                    } else {
+                        matching.as_str()
+                    },
+                    scope.name()
+                );
+                if !self.settings.selected(&workload) {
+                    continue;
+                }
+                println!("  {workload}");
+                let (keys, node_names): (Vec<String>, Vec<String>) = match scope {
+                    Scope::Cluster | Scope::ClusterPaged => (vec![RESOURCE.to_owned()], vec![]),
+                    Scope::Node => (vec![RESOURCE.to_owned()], nodes.clone()),
+                    Scope::Namespace => (
+                        namespaces
+                            .iter()
+                            .map(|ns| format!("{RESOURCE}/{ns}"))
+                            .collect(),
+                        vec![],
+                    ),
+                };
+                let shape = ListShape {
+                    keys: keys.clone(),
+                    node_names: node_names.clone(),
+                    limit: scope.limit(),
+                    resource_version: rv.clone(),
+                    matching,
+                };
+                let request = json!({
+                    "op": "list",
+                    "keys": keys.iter().map(|k| format!("/{k}")).collect::<Vec<_>>(),
+                    "nodeNames": node_names,
+                    "limit": scope.limit(),
+                    "resourceVersion": rv,
+                    "resourceVersionMatch": matching.as_str(),
+                    "callers": LIST_CALLERS,
+                    "seconds": self.settings.run.as_secs_f64(),
+                });
+                let mut collector = Collector::new(&[
+                    spec("list-objs/s", Unit::PerSec, true, Some(1.0)),
+                    spec("list-calls/s", Unit::PerSec, true, None),
+                    spec("client CPU/list", Unit::CpuSeconds, false, None),
+                ]);
+                for _ in 0..rounds {
+                    if self.runs(Side::Apistore) {
+                        let (sample, objects, calls) = self
+                            .store_lists(
+                                store,
+                                LIST_CALLERS,
+                                Plan::For(self.settings.run),
+                                shape.clone(),
+                            )
+                            .await?;
+                        let seconds = sample.elapsed.as_secs_f64().max(1e-9);
+                        collector.push(
+                            Side::Apistore,
+                            vec![
+                                objects as f64 / seconds,
+                                calls as f64 / seconds,
+                                sample.client_cpu_per_op(),
+                            ],
+                        );
+                    }
+                    if self.runs(Side::Kube) {
+                        let answer = Self::ask(go, &request)?;
+                        let seconds = answer.seconds.max(1e-9);
+                        collector.push(
+                            Side::Kube,
+                            vec![
+                                answer.objects as f64 / seconds,
+                                answer.calls as f64 / seconds,
+                                answer.cpu_seconds / answer.ops.max(1) as f64,
+                            ],
+                        );
+                    }
+                }
+                out.rows.push(collector.row(workload));
+            }
+        }
+        Ok(())
+    }
+
+    /// Runs whole lists of `shape` from `callers` tasks, each paged to its end; the
+    /// sample, the Pods all the lists returned and the `list` calls they made.
+    async fn store_lists(
+        &self,
+        store: &Arc<PodStore>,
+        callers: usize,
+        plan: Plan,
+        shape: ListShape,
+    ) -> Result<(Sample, u64, u64)> {
+        let objects = Arc::new(AtomicU64::new(0));
+        let calls = Arc::new(AtomicU64::new(0));
+        let shape = Arc::new(shape);
+        let op: OpFn = {
+            let (store, objects, calls, shape) = (
+                Arc::clone(store),
+                Arc::clone(&objects),
+                Arc::clone(&calls),
+                Arc::clone(&shape),
+            );
+            driver::op(move |caller, seq| {
+                let (store, objects, calls, shape) = (
+                    Arc::clone(&store),
+                    Arc::clone(&objects),
+                    Arc::clone(&calls),
+                    Arc::clone(&shape),
+                );
+                async move {
+                    let (key, mut options) = shape.first_page(caller, seq)?;
+                    loop {
+                        let list = store.list(&key, &options).await?;
+                        calls.fetch_add(1, Ordering::Relaxed);
+                        objects.fetch_add(list.items.len() as u64, Ordering::Relaxed);
+                        black_box(&list.items);
+                        if list.metadata.continue_token.is_empty() {
+                            return Ok(());
+                        }
+                        options = options
+                            .at(String::new(), ResourceVersionMatch::Unset)
+                            .continue_from(list.metadata.continue_token);
+                    }
+                }
+            })
+        };
+        let sample = driver::drive(&self.cpu, callers, plan, &op, None).await?;
+        Ok((
+            sample,
+            objects.load(Ordering::Relaxed),
+            calls.load(Ordering::Relaxed),
+        ))
+    }
+
+    /// One raw list of every Pod: a range (in pages of `limit` when not 0), no decode.
+    async fn raw_lists(&self, limit: i64) -> Result<(Sample, u64)> {
+        let objects = Arc::new(AtomicU64::new(0));
+        let raw = Arc::clone(&self.raw);
+        let counted = Arc::clone(&objects);
+        let op = driver::op(move |_, _| {
+            let (raw, counted) = (Arc::clone(&raw), Arc::clone(&counted));
+            async move {
+                let prefix = format!("{ETCD_PREFIX}{RESOURCE}/");
+                let end = prefix_range_end(prefix.as_bytes());
+                let mut start = prefix.into_bytes();
+                let mut revision = 0;
+                loop {
+                    let mut options = EtcdGetOptions::new()
+                        .with_range(end.clone())
+                        .with_revision(revision);
+                    if limit > 0 {
+                        options = options.with_limit(limit);
+                    }
+                    let mut response = raw.kv().get(start.clone(), Some(options)).await?;
+                    if revision == 0 {
+                        revision = response.header().map_or(0, |h| h.revision());
+                    }
+                    let more = response.more();
+                    let kvs = response.take_kvs();
+                    counted.fetch_add(kvs.len() as u64, Ordering::Relaxed);
+                    let Some(last) = kvs.last() else {
+                        return Ok(());
+                    };
+                    if !more {
+                        black_box(&kvs);
+                        return Ok(());
+                    }
+                    start = last.key().to_vec();
+                    start.push(0);
+                    black_box(&kvs);
+                }
+            }
+        });
+        let sample = driver::drive(&self.cpu, 1, Plan::Count(1), &op, None).await?;
+        Ok((sample, objects.load(Ordering::Relaxed)))
+    }
+
+    /// One CRUD workload: an untimed warm-up of each side, then the rounds.
+    async fn kube_crud(
+        &self,
+        go: &mut GoArm,
+        store: &Arc<PodStore>,
+        op: Crud,
+        callers: usize,
+    ) -> Result<Row> {
+        let workload = format!("{PREFIX}{}", workload_name(op, callers));
+        println!("  {workload}");
+        let mut collector = Collector::new(&[
+            spec("ops/s", Unit::PerSec, true, None),
+            spec("p50", Unit::Seconds, false, None),
+            spec("client CPU/op", Unit::CpuSeconds, false, None),
+        ]);
+        let template = Arc::new(self.template_pod(store).await?);
+        let sides = [Side::Apistore, Side::Kube, Side::Raw];
+        for (round, plan) in std::iter::once(self.settings.warmup)
+            .chain(std::iter::repeat_n(self.settings.run, self.settings.rounds))
+            .enumerate()
+        {
+            for side in sides {
+                if !self.runs(side) {
+                    continue;
+                }
+                let namespace = self.fresh_namespace("kube-create");
+                let figures = match side {
+                    Side::Kube => {
+                        let answer = Self::ask(
+                            go,
+                            &json!({
+                                "op": "crud",
+                                "crud": match op {
+                                    Crud::Create => "create",
+                                    Crud::Get => "get",
+                                    _ => "update",
+                                },
+                                "namespace": namespace,
+                                "poolNamespace": POOL_NAMESPACE,
+                                "namePrefix": POD_NAME_PREFIX,
+                                "pool": self.settings.pool_size,
+                                "callers": callers,
+                                "seconds": plan.as_secs_f64(),
+                            }),
+                        )?;
+                        vec![
+                            answer.ops_per_sec(),
+                            answer.latency(0.5),
+                            answer.cpu_seconds / answer.ops.max(1) as f64,
+                        ]
+                    }
+                    Side::Apistore | Side::Raw => {
+                        let call = self.crud_op(side, store, op, callers, &namespace, &template)?;
+                        let sample =
+                            driver::drive(&self.cpu, callers, Plan::For(plan), &call, None).await?;
+                        vec![
+                            sample.ops_per_sec(),
+                            sample.latency(0.5),
+                            sample.client_cpu_per_op(),
+                        ]
+                    }
+                };
+                if op == Crud::Create {
+                    self.clear(&namespace).await?;
+                }
+                if round > 0 {
+                    collector.push(side, figures);
+                }
+            }
+        }
+        Ok(collector.row(workload))
+    }
+
+    /// The pool's first Pod, its resourceVersion and uid cleared: what creates store.
+    async fn template_pod(&self, store: &PodStore) -> Result<KubePod> {
+        let mut pod = store
+            .get(
+                &format!("{RESOURCE}/{POOL_NAMESPACE}/{}", pod_name(0)),
+                &GetOptions::default(),
+            )
+            .await?;
+        pod.set_resource_version(String::new());
+        pod.0.metadata.uid.clear();
+        Ok(pod)
+    }
+
+    /// One call of a CRUD workload on the apistore or raw side.
+    fn crud_op(
+        &self,
+        side: Side,
+        store: &Arc<PodStore>,
+        op: Crud,
+        callers: usize,
+        namespace: &str,
+        template: &Arc<KubePod>,
+    ) -> Result<OpFn> {
+        // The raw side writes the template's bytes as they are: no codec on that side.
+        let encoded =
+            Arc::new(KubeProtobuf::k8s_1_31().encode_value(&serde_json::to_value(&**template)?)?);
+        let pool = self.settings.pool_size;
+        let slice = (pool / callers as u64).max(1);
+        let store = Arc::clone(store);
+        let raw = Arc::clone(&self.raw);
+        let template = Arc::clone(template);
+        let namespace: Arc<str> = namespace.into();
+        Ok(driver::op(move |caller, seq| {
+            let (store, raw, template, encoded, namespace) = (
+                Arc::clone(&store),
+                Arc::clone(&raw),
+                Arc::clone(&template),
+                Arc::clone(&encoded),
+                Arc::clone(&namespace),
+            );
+            async move {
+                let index = match op {
+                    Crud::Update => (caller as u64 * slice + seq % slice) % pool,
+                    _ => pick(caller, seq, pool),
+                };
+                let pool_key = format!("{RESOURCE}/{POOL_NAMESPACE}/{}", pod_name(index));
+                match (side, op) {
+                    (Side::Raw, Crud::Create) => {
+                        let key =
+                            format!("{ETCD_PREFIX}{RESOURCE}/{namespace}/raw-{caller:02}-{seq:07}");
+                        let txn = Txn::new()
+                            .when([Compare::create_revision(key.as_str(), CompareOp::Equal, 0)])
+                            .and_then([TxnOp::put(key.as_str(), encoded.as_slice(), None)]);
+                        if !raw.kv().txn(txn).await?.succeeded() {
+                            return Err(BenchError::Invalid(format!("{key} exists")));
+                        }
+                    }
+                    (Side::Raw, Crud::Get) => {
+                        black_box(
+                            raw.kv()
+                                .get(format!("{ETCD_PREFIX}{pool_key}"), None)
+                                .await?,
+                        );
+                    }
+                    (Side::Raw, _) => {
+                        let key = format!("{ETCD_PREFIX}{pool_key}");
+                        let mut kv = raw.kv();
+                        loop {
+                            let mut got = kv.get(key.as_str(), None).await?;
+                            let Some(current) = got.take_kvs().into_iter().next() else {
+                                return Err(BenchError::Invalid(format!("{key} is gone")));
+                            };
+                            let txn = Txn::new()
+                                .when([Compare::mod_revision(
+                                    key.as_str(),
+                                    CompareOp::Equal,
+                                    current.mod_revision(),
+                                )])
+                                .and_then([TxnOp::put(key.as_str(), current.value(), None)]);
+                            if kv.txn(txn).await?.succeeded() {
+                                break;
+                            }
+                        }
+                    }
+                    (_, Crud::Create) => {
+                        let mut pod = (*template).clone();
+                        let name = format!("rs-{caller:02}-{seq:07}");
+                        pod.0.metadata.name.clone_from(&name);
+                        pod.0.metadata.namespace = namespace.to_string();
+                        black_box(
+                            store
+                                .create(&format!("{RESOURCE}/{namespace}/{name}"), pod, 0)
+                                .await?,
+                        );
+                    }
+                    (_, Crud::Get) => {
+                        black_box(store.get(&pool_key, &GetOptions::default()).await?);
+                    }
+                    (_, _) => {
+                        let updated = store
+                            .guaranteed_update(&pool_key, UpdateOptions::default(), |mut pod, _| {
+                                bump_counter(&mut pod);
+                                Ok(pod.into())
+                            })
+                            .await?;
+                        black_box(updated);
+                    }
+                }
+                Ok(())
+            }
+        }))
+    }
+}
+
+/// Adds one to the Pod's counter annotation.
+fn bump_counter(pod: &mut KubePod) {
+    let annotations = pod.annotations_mut();
+    let next = annotations
+        .get(COUNTER)
+        .and_then(|n| n.parse::<u64>().ok())
+        .unwrap_or(0)
+        + 1;
+    annotations.insert(COUNTER.to_owned(), next.to_string());
+}
+
+/// Decodes every value into a `DynamicObject` through the protobuf codec: seconds per
+/// value, then bytes held per decoded value (a second pass, counted by the allocator).
+fn decode_dynamic(values: &[Vec<u8>]) -> Result<Vec<f64>> {
+    let codec = StorageCodec::<DynamicObject>::new(MediaType::Protobuf);
+    let started = Instant::now();
+    for value in values {
+        let object: DynamicObject = codec.decode(value)?;
+        black_box(object);
+    }
+    let per_object = started.elapsed().as_secs_f64() / values.len().max(1) as f64;
+    let window = Window::open();
+    let mut held = Vec::with_capacity(values.len());
+    for value in values {
+        let object: DynamicObject = codec.decode(value)?;
+        held.push(object);
+    }
+    let counted = window.close();
+    drop(held);
+    Ok(vec![
+        per_object,
+        counted.net as f64 / values.len().max(1) as f64,
+    ])
+}
+
+/// What one whole list asks for: the key (rotating over several), the node (rotating,
+/// when selecting by node), the page size and the resourceVersion of the first page.
+#[derive(Debug, Clone)]
+struct ListShape {
+    keys: Vec<String>,
+    node_names: Vec<String>,
+    limit: i64,
+    resource_version: String,
+    matching: ResourceVersionMatch,
+}
+
+impl ListShape {
+    /// Every Pod, at the latest revision, in pages of `limit` (0: one call).
+    fn whole(limit: i64) -> Self {
+        Self {
+            keys: vec![RESOURCE.to_owned()],
+            node_names: Vec::new(),
+            limit,
+            resource_version: String::new(),
+            matching: ResourceVersionMatch::Unset,
+        }
+    }
+
+    /// The key and options of the first call of the `seq`th list of `caller`.
+    fn first_page(&self, caller: usize, seq: u64) -> Result<(String, ListOptions)> {
+        let key = &self.keys[pick(caller, seq, self.keys.len() as u64) as usize];
+        let mut options = ListOptions::prefix()
+            .limit(self.limit)
+            .at(self.resource_version.clone(), self.matching);
+        if !self.node_names.is_empty() {
+            let node = &self.node_names[pick(caller, seq, self.node_names.len() as u64) as usize];
+            options = options
+                .fields(&format!("spec.nodeName={node}"))
+                .map_err(|e| BenchError::Invalid(format!("field selector: {e}")))?;
+        }
+        Ok((key.clone(), options))
+    }
+}
+
+impl SideBySide {
+    /// The side-by-side table, in markdown.
+    pub(crate) fn markdown(&self) -> String {
+        let mut out = String::new();
+        let _ = writeln!(
+            out,
+            "\n### Side by side: apistore, kube-apiserver's storage layer (Go), raw etcd-client\n\n\
+             The same workloads, the same realistic Pods stored as kube's protobuf, the same etcd, \
+             one run: per round apistore, then k8s.io/apiserver v0.37.2's etcd3 store (Go, \
+             interop/gobench), then raw etcd-client (the same etcd requests, no codec). Figures \
+             are medians over the rounds; apistore ÷ kube is the median of the per-round ratios \
+             (range in brackets). For times and bytes below 1.0 is apistore ahead; for rates \
+             above 1.0 is. Client CPU is each side's own process (apistore and raw: the bench \
+             process; kube: the Go process).\n"
+        );
+        let _ = writeln!(
+            out,
+            "| workload | figure | apistore | kube (Go) | raw etcd-client | apistore ÷ kube | goal |"
+        );
+        let _ = writeln!(out, "|---|---|--:|--:|--:|--:|---|");
+        for row in &self.rows {
+            for figure in &row.figures {
+                let metric = &figure.metric;
+                let cell = |values: &[f64]| {
+                    if values.is_empty() {
+                        "—".to_owned()
+                    } else {
+                        format_value(metric.unit, median(values), false)
+                    }
+                };
+                let ratio = if metric.a.is_empty() || metric.b.is_empty() {
+                    "—".to_owned()
+                } else {
+                    let (lo, hi) = metric.ratio_range();
+                    format!("{:.2} ({lo:.2}–{hi:.2})", metric.ratio())
+                };
+                let goal = match figure.goal {
+                    None => String::new(),
+                    Some(goal) if metric.a.is_empty() || metric.b.is_empty() => {
+                        format!(
+                            "{} {goal}",
+                            if figure.higher_is_better {
+                                "≥"
+                            } else {
+                                "≤"
+                            }
+                        )
+                    }
+                    Some(goal) => {
+                        let ratio = metric.ratio();
+                        let met = if figure.higher_is_better {
+                            ratio >= goal
+                        } else {
+                            ratio <= goal
+                        };
+                        format!(
+                            "{} {goal}: {}",
+                            if figure.higher_is_better {
+                                "≥"
+                            } else {
+                                "≤"
+                            },
+                            if met { "PASS" } else { "MISS" }
+                        )
+                    }
+                };
+                let _ = writeln!(
+                    out,
+                    "| {} | {} | {} | {} | {} | {ratio} | {goal} |",
+                    row.workload,
+                    metric.name,
+                    cell(&metric.a),
+                    cell(&metric.b),
+                    cell(&figure.raw),
+                );
+            }
+        }
+        for note in &self.notes {
+            let _ = writeln!(out, "\n- {note}");
+        }
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pods_spread_over_namespaces_and_nodes() {
+        assert_eq!(namespace_of(0), "kube-ns-000");
+        assert_eq!(namespace_of(199), "kube-ns-001");
+        assert_eq!(node_of(199), "node-099");
+        let per_node = (0..10_000).filter(|&k| node_of(k) == "node-007").count();
+        assert_eq!(per_node, 100);
+    }
+
+    #[test]
+    fn the_table_has_a_line_per_figure_with_the_ratio() {
+        let mut collector = Collector::new(&[
+            spec("time/list", Unit::Seconds, false, Some(0.9)),
+            spec("list-objs/s", Unit::PerSec, true, Some(1.0)),
+        ]);
+        collector.push(Side::Apistore, vec![0.5, 2000.0]);
+        collector.push(Side::Kube, vec![1.0, 1000.0]);
+        collector.push(Side::Raw, vec![0.1]);
+        let table = SideBySide {
+            rows: vec![collector.row("kube list whole".to_owned())],
+            notes: vec![],
+        }
+        .markdown();
+        assert!(table.contains("| kube list whole | time/list | 500.00 ms | 1.00 s | 100.00 ms | 0.50 (0.50–0.50) | ≤ 0.9: PASS |"), "{table}");
+        assert!(
+            table.contains("| list-objs/s | 2,000 | 1,000 | — | 2.00 (2.00–2.00) | ≥ 1: PASS |"),
+            "{table}"
+        );
+    }
+}

@@ -1,0 +1,57 @@
+package main
+
+// request is one line from the harness.
+//
+//	{"op":"crud","crud":"create|get|update","namespace":NS,"poolNamespace":PNS,"namePrefix":P,"pool":N,"callers":C,"seconds":S}
+//	{"op":"list","keys":["/pods"],"nodeNames":[...],"limit":L,"resourceVersion":RV,"resourceVersionMatch":M,"callers":C,"seconds":S}
+//	{"op":"decode","etcdPrefix":"/registry/pods/"}
+//	{"op":"quit"}
+//
+// Keys are storage keys as the registry passes them (`/pods/<namespace>/<name>`); the
+// store adds the etcd prefix.
+type request struct {
+	Op   string `json:"op"`
+	Crud string `json:"crud"`
+	// Namespace is where creates go; the pool is in PoolNamespace.
+	Namespace     string `json:"namespace"`
+	PoolNamespace string `json:"poolNamespace"`
+	// NamePrefix and Pool name the pool's Pods: NamePrefix + the index in five digits.
+	NamePrefix string  `json:"namePrefix"`
+	Pool       int     `json:"pool"`
+	Callers    int     `json:"callers"`
+	Seconds    float64 `json:"seconds"`
+
+	// Keys are what the lists list, one per list, rotating over callers and calls.
+	Keys                 []string `json:"keys"`
+	Limit                int64    `json:"limit"`
+	ResourceVersion      string   `json:"resourceVersion"`
+	ResourceVersionMatch string   `json:"resourceVersionMatch"`
+	// NodeNames, when given, select `spec.nodeName=<one of them>`, rotating as Keys.
+	NodeNames []string `json:"nodeNames"`
+
+	EtcdPrefix string `json:"etcdPrefix"`
+}
+
+// response is one line back: what one timed run measured.
+type response struct {
+	OK    bool   `json:"ok"`
+	Error string `json:"error,omitempty"`
+	// Ops are the completed calls (a paged list counts once).
+	Ops uint64 `json:"ops"`
+	// Seconds from the first call's start to the last call's end.
+	Seconds float64 `json:"seconds"`
+	// Latencies is every call's latency in seconds, sorted.
+	Latencies []float64 `json:"latencies,omitempty"`
+	// CPUSeconds is this process's user and system CPU time during the run.
+	CPUSeconds float64 `json:"cpuSeconds"`
+	// Objects and Calls are the items returned and the GetList calls made (lists).
+	Objects uint64 `json:"objects"`
+	Calls   uint64 `json:"calls"`
+	// DecodeSeconds and BytesPerObject are per decoded value (decode).
+	DecodeSeconds  float64 `json:"decodeSeconds"`
+	BytesPerObject float64 `json:"bytesPerObject"`
+}
+
+func failure(err error) response {
+	return response{OK: false, Error: err.Error()}
+}
