@@ -339,12 +339,19 @@ fn interop(root: &Path, versions: &[EtcdVersion]) -> Result<()> {
             report.outcome(
                 format!(
                     "etcd3, fixture and snapshot suites (apistore-etcd3, apistore-testing, \
-                     apistore-snapshot) on {release}"
+                     apistore-snapshot, apistore-cli's snapshot) on {release}"
                 ),
                 started,
                 run_all(
-                    // The snapshot suites save snapshots from this etcd and read them.
-                    build.tests_of(&["apistore-etcd3", "apistore-testing", "apistore-snapshot"]),
+                    // The snapshot suites save snapshots from this etcd's binary and read
+                    // them back, the command's offline forensics among them.
+                    build
+                        .tests_of(&["apistore-etcd3", "apistore-testing", "apistore-snapshot"])
+                        .chain(
+                            build
+                                .tests_of(&["apistore-cli"])
+                                .filter(|binary| binary.target == "snapshot"),
+                        ),
                     &etcd_env,
                     &[],
                 ),
