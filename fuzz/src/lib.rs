@@ -8,7 +8,7 @@
 
 use std::sync::{Arc, OnceLock};
 
-use apistore_etcd3::{ClientConfig, Etcd3Store, EtcdClient, StoreConfig};
+use apistore_etcd3::{ClientConfig, Etcd3Store, EtcdClient, ResourceConfig, StoreConfig};
 use apistore_storage::{Codec, DynamicObject, FieldSelector, JsonCodec, LabelSelector};
 use apistore_value::{EncryptionConfig, Transformer};
 use apistore_versioning::continue_token;
@@ -125,8 +125,11 @@ pub fn prepare_key(data: &[u8]) {
     let store: Etcd3Store<DynamicObject> = Etcd3Store::new(
         idle_client().clone(),
         StoreConfig {
-            prefix,
-            ..StoreConfig::for_resource("pods")
+            resource: ResourceConfig {
+                prefix,
+                ..ResourceConfig::for_resource("pods")
+            },
+            ..StoreConfig::default()
         },
     );
     let path_prefix = store.path_prefix();

@@ -8,6 +8,7 @@
 //! (see `.ci/run`).
 
 mod cli;
+mod crate_docs;
 mod error;
 mod etcd_versions;
 mod generated;
@@ -186,6 +187,7 @@ fn test(root: &Path, etcd: Option<EtcdVersion>, cargo_test_args: &[String]) -> R
     };
     provision::cargo_components(&cargo)?;
 
+    crate_docs::check(root)?;
     run_step(
         Command::new(&cargo)
             .current_dir(root)
@@ -245,7 +247,8 @@ fn test(root: &Path, etcd: Option<EtcdVersion>, cargo_test_args: &[String]) -> R
 }
 
 /// The facade's examples `cargo xtask test` runs (the demo has its own command).
-const EXAMPLES: [&str; 5] = [
+const EXAMPLES: [&str; 6] = [
+    "tour",
     "typed_configmap",
     "paging",
     "rotation",

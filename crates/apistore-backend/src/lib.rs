@@ -5,6 +5,8 @@
 //! (`apistore-memory`) and the read-only snapshot store (`apistore-snapshot`). Everything in which they must not differ lives here once, so
 //! that a rule of the reference (k8s.io/apiserver v0.31.1) is kept in one place:
 //!
+//! - [`config`]: the configuration every store of one resource takes, and the
+//!   [`KeyScope`] it makes (the path prefix, the resource prefix, the confine check);
 //! - [`key`]: key scoping: the path prefix, `prepareKey`'s validation, the directory
 //!   form of a recursive read and etcd's prefix range end (`etcd3/store.go`);
 //! - [`object`]: objects to stored bytes and back, the codec then the value
@@ -15,6 +17,9 @@
 //! - [`list`]: where a list starts, the loop over its pages and the continue token it
 //!   ends with, and the 410s after compaction (`GetList`, `resolveGetListRev`,
 //!   `interpretListError` of `etcd3/store.go`);
+//! - [`write`]: the guaranteed update and the conditional delete, decided once over a
+//!   backend's two transactions ([`CompareAndSwap`]) (`GuaranteedUpdate`,
+//!   `conditionalDelete` of `etcd3/store.go`);
 //! - [`watch`]: where a watch starts and what it sends first, the checks before its
 //!   initial events, the channel to its consumer and the status of its Error event
 //!   (`etcd3/watcher.go`).
@@ -24,11 +29,20 @@
 //! tasks. This crate knows no etcd and starts nothing (only a watch's channel is
 //! tokio's); it depends on the contract, the versioner and the transformers.
 
+pub mod config;
 pub mod event;
 pub mod key;
 pub mod list;
 pub mod object;
 pub mod watch;
+pub mod write;
 
+pub use config::{KeyScope, ResourceConfig};
 pub use event::{Change, RawEvent};
 pub use object::{DecodeErrors, ObjState, ObjectLayers};
+pub use write::{CompareAndSwap, StoredValue, Swap, WriteTrace};
+
+// README.md's example, compiled with the doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;

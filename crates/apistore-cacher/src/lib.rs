@@ -77,3 +77,8 @@ pub use watch_cache::{BLOCK_TIMEOUT, KeyFn};
 pub use window::{
     DEFAULT_LOWER_BOUND_CAPACITY, DEFAULT_UPPER_BOUND_CAPACITY, EVENT_FRESH_DURATION,
 };
+
+// README.md's example, compiled with the doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;

@@ -43,7 +43,7 @@ pub(crate) async fn rewrite(
         .failed
         .iter()
         .partition(|err| skip_undecodable && err.is_internal());
-    let store_prefix = api.store_config(resource).prefix;
+    let store_prefix = api.store_config(resource).resource.prefix;
     for err in &skipped {
         let key = err.key().strip_prefix(store_prefix.as_str());
         let key = key.map_or_else(|| err.key(), |k| k.trim_start_matches('/'));

@@ -1,4 +1,4 @@
 //! Key preparation: `apistore-backend`'s, the one every backend uses.
 
+pub(crate) use apistore_backend::key::as_directory;
 pub use apistore_backend::key::prefix_range_end;
-pub(crate) use apistore_backend::key::{as_directory, path_prefix, prepare_key};

@@ -38,7 +38,6 @@
 mod client;
 mod compact_revision;
 mod compactor;
-mod delete;
 mod endpoints;
 mod error;
 mod event;
@@ -66,6 +65,7 @@ use apistore_storage::{
     Stats, Storage, Update, UpdateOptions, Versioner, WatchStream,
 };
 
+pub use apistore_backend::ResourceConfig;
 pub use client::{
     ClientConfig, DEFAULT_PROBE_TIMEOUT, DEFAULT_UNRESPONSIVE_AFTER, EtcdClient, TlsConfig,
 };
@@ -161,3 +161,8 @@ where
         self.seen_compact_revision()
     }
 }
+
+// README.md's example, compiled with the doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;

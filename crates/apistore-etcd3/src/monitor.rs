@@ -138,13 +138,13 @@ where
         let what = "object count";
         let Some(metrics) = self.metrics().cloned() else {
             return Err(PollError::NoMetrics {
-                resource: self.group_resource.to_string(),
+                resource: self.group_resource().to_owned(),
             });
         };
         // Refused now rather than reported as -1 on every poll.
-        if let Err(source) = self.prepare_key(&self.resource_prefix) {
+        if let Err(source) = self.prepare_key(self.resource_prefix()) {
             return Err(PollError::BadResourcePrefix {
-                resource: self.group_resource.to_string(),
+                resource: self.group_resource().to_owned(),
                 source,
             });
         }
@@ -154,7 +154,7 @@ where
         let mut poller = self.clone();
         poller.client = Arc::new(EtcdClient::clone(&self.client));
         spawn(what, interval, async move {
-            let resource_prefix = Arc::clone(&poller.resource_prefix);
+            let resource_prefix = poller.resource_prefix().to_owned();
             loop {
                 if store_alive.strong_count() == 0 {
                     return;
@@ -180,14 +180,14 @@ where
                     Ok(count) => count,
                     Err(err) => {
                         tracing::debug!(
-                            resource = %poller.group_resource,
+                            resource = %poller.group_resource(),
                             error = %err,
                             "failed to update the storage object count"
                         );
                         -1
                     }
                 };
-                metrics.set_object_count(&poller.group_resource, count);
+                metrics.set_object_count(poller.group_resource(), count);
                 tokio::time::sleep(jittered(interval)).await;
             }
         })

@@ -43,7 +43,7 @@ where
     /// empty. Keys that are not UTF-8 are skipped.
     pub async fn raw_entries(&self, key: &str, revision: i64) -> Result<Vec<RawEntry>> {
         let prefix = if key.trim_matches('/').is_empty() {
-            self.path_prefix.to_string()
+            self.path_prefix().to_owned()
         } else {
             as_directory(self.prepare_key(key)?)
         };
@@ -115,7 +115,7 @@ where
         );
         let (key, value) = kv.into_key_value();
         let key = String::from_utf8(key).ok()?;
-        let key = key.strip_prefix(&*self.path_prefix)?.to_owned();
+        let key = key.strip_prefix(self.path_prefix())?.to_owned();
         Some(RawEntry {
             key,
             mod_revision,

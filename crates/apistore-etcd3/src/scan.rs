@@ -31,7 +31,7 @@ where
             for kv in page.kvs {
                 let (full, _) = kv.into_key_value();
                 if let Ok(full) = String::from_utf8(full) {
-                    if let Some(relative) = full.strip_prefix(&*self.path_prefix) {
+                    if let Some(relative) = full.strip_prefix(self.path_prefix()) {
                         keys.push(relative.to_owned());
                     }
                 }

@@ -1,5 +1,6 @@
-//! The etcd3 store: the state shared by every operation, and get, create, count and
-//! readiness. Delete, guaranteed update, list and watch live in their own files.
+//! The etcd3 store: the state shared by every operation, and get, count and
+//! readiness. Create, delete and guaranteed update (`update.rs`), list and watch live
+//! in their own files.
 //!
 //! Follows `pkg/storage/etcd3/store.go` of k8s.io/apiserver v0.31.1.
 
@@ -8,39 +9,34 @@ use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
-use apistore_backend::{ObjState, ObjectLayers};
+use apistore_backend::{KeyScope, ObjectLayers, ResourceConfig};
 use apistore_storage::{
-    ApiObject, Codec, GetOptions, JsonCodec, KubeVersion, Result, StorageError, Versioner,
+    ApiObject, Codec, GetOptions, JsonCodec, KubeVersion, Result, StorageError,
 };
 use apistore_telemetry::StorageMetrics;
 use apistore_value::{IdentityTransformer, Transformer};
 use bytes::Bytes;
-use etcd_client::{
-    Compare, CompareOp, GetOptions as EtcdGetOptions, KvClient, PutOptions, Txn, TxnOp,
-};
+use etcd_client::{GetOptions as EtcdGetOptions, KvClient, PutOptions};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
 use crate::client::EtcdClient;
 use crate::instrument::{Instrumentation, Operation};
-use crate::key::{as_directory, path_prefix, prefix_range_end, prepare_key};
+use crate::key::{as_directory, prefix_range_end};
 use crate::kv::Kv;
 use crate::lease_manager::{LeaseManager, LeaseManagerConfig};
 use crate::watch_settings::{DEFAULT_WATCH_UNAVAILABLE_LIMIT, WatchSettings};
-use apistore_storage::key_prefix::within;
 
-/// How a store lays out and treats its objects.
+/// How a store lays out and treats its objects: the core every backend takes
+/// ([`ResourceConfig`]: prefix, resource, feature gates, kube version) and what only
+/// etcd has.
 #[derive(Debug, Clone)]
 pub struct StoreConfig {
-    /// The prefix every key is stored under (kube-apiserver's `--etcd-prefix`, default
-    /// `/registry`).
-    pub prefix: String,
-    /// The group-resource string of the objects (`pods`, `deployments.apps`), used in
-    /// metrics and spans.
-    pub group_resource: String,
-    /// The key, relative to the prefix, under which all objects of this resource live
-    /// (`/pods`); used to read the current revision for watches.
-    pub resource_prefix: String,
+    /// The prefix, resource, watch-list gate, key confinement and kube version, as
+    /// every backend takes them. From kube 1.34 a list at a revision etcd has not
+    /// reached fails with a too-large resourceVersion (504) instead of etcd's error
+    /// (500).
+    pub resource: ResourceConfig,
     /// Lease reuse for objects with a TTL.
     pub lease: LeaseManagerConfig,
     /// The longest one etcd request may take; `None` waits as long as etcd does.
@@ -54,34 +50,16 @@ pub struct StoreConfig {
     /// 30 s by default ([`DEFAULT_WATCH_UNAVAILABLE_LIMIT`]). Until then it resumes,
     /// from the revision after the last event it delivered, as soon as a member answers.
     pub watch_unavailable_limit: Duration,
-    /// kube-apiserver's `WatchList` feature gate (off by default, as in v0.31.1): with
-    /// it, `sendInitialEvents` asks a watch for the current state followed by a bookmark
-    /// that ends the initial events.
-    pub watch_list: bool,
-    /// Refuse keys outside `resource_prefix` (an invalid key error) instead of storing
-    /// objects where kube-apiserver would never look for this resource. kube's own store
-    /// trusts its registry to build keys; the facade's stores take keys from callers.
-    pub confine_keys: bool,
-    /// The kube version whose storage layer to behave as where kube versions differ
-    /// (default the newest apistore knows): from 1.34 a list at a revision etcd has
-    /// not reached fails with a too-large resourceVersion (504) instead of etcd's
-    /// error (500).
-    pub kube_version: KubeVersion,
 }
 
 impl Default for StoreConfig {
     fn default() -> Self {
         Self {
-            prefix: "/registry".to_owned(),
-            group_resource: String::new(),
-            resource_prefix: String::new(),
+            resource: ResourceConfig::default(),
             lease: LeaseManagerConfig::default(),
             request_timeout: None,
             update_timeout: None,
             watch_unavailable_limit: DEFAULT_WATCH_UNAVAILABLE_LIMIT,
-            watch_list: false,
-            confine_keys: false,
-            kube_version: KubeVersion::LATEST,
         }
     }
 }
@@ -91,8 +69,7 @@ impl StoreConfig {
     /// group-resource string and, with a leading `/`, the resource prefix.
     pub fn for_resource(resource: &str) -> Self {
         Self {
-            group_resource: resource.to_owned(),
-            resource_prefix: format!("/{resource}"),
+            resource: ResourceConfig::for_resource(resource),
             ..Self::default()
         }
     }
@@ -106,15 +83,12 @@ pub struct Etcd3Store<T> {
     /// Codec, value transformer and versioner; decode failures of reads count in
     /// the store's metrics.
     pub(crate) layers: ObjectLayers<T, Instrumentation>,
-    pub(crate) path_prefix: Arc<str>,
-    pub(crate) resource_prefix: Arc<str>,
-    pub(crate) group_resource: Arc<str>,
+    /// Where the keys live, and whether they are confined to the resource prefix.
+    pub(crate) scope: KeyScope,
     pub(crate) lease_manager: Arc<LeaseManager>,
     /// Requests to etcd's KV service: members, deadline, retries, metrics.
     pub(crate) kv: Kv,
     pub(crate) update_timeout: Option<Duration>,
-    /// Whether keys must lie under `resource_prefix` ([`StoreConfig::confine_keys`]).
-    pub(crate) confine_keys: bool,
     /// Where the kube versions' storage layers differ, which to follow.
     pub(crate) kube_version: KubeVersion,
     pub(crate) instrumentation: Instrumentation,
@@ -126,13 +100,10 @@ impl<T> Clone for Etcd3Store<T> {
         Self {
             client: self.client.clone(),
             layers: self.layers.clone(),
-            path_prefix: Arc::clone(&self.path_prefix),
-            resource_prefix: Arc::clone(&self.resource_prefix),
-            group_resource: Arc::clone(&self.group_resource),
+            scope: self.scope.clone(),
             lease_manager: Arc::clone(&self.lease_manager),
             kv: self.kv.clone(),
             update_timeout: self.update_timeout,
-            confine_keys: self.confine_keys,
             kube_version: self.kube_version,
             instrumentation: self.instrumentation.clone(),
             watch: self.watch.clone(),
@@ -143,8 +114,8 @@ impl<T> Clone for Etcd3Store<T> {
 impl<T> fmt::Debug for Etcd3Store<T> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Etcd3Store")
-            .field("path_prefix", &self.path_prefix)
-            .field("group_resource", &self.group_resource)
+            .field("path_prefix", &self.scope.path_prefix())
+            .field("group_resource", &self.scope.group_resource())
             .field("transformer", self.layers.transformer())
             .finish_non_exhaustive()
     }
@@ -174,35 +145,32 @@ where
         codec: Arc<dyn Codec<T>>,
         transformer: Arc<dyn Transformer>,
     ) -> Self {
-        let group_resource: Arc<str> = config.group_resource.into();
+        let scope = config.resource.key_scope();
         Self {
             watch: WatchSettings::new(
                 &client.members,
-                config.watch_list,
+                config.resource.watch_list,
                 config.watch_unavailable_limit,
             ),
             kv: Kv {
                 members: Arc::clone(&client.members),
                 request_timeout: config.request_timeout,
                 instrumentation: Instrumentation::default(),
-                group_resource: Arc::clone(&group_resource),
+                group_resource: Arc::clone(scope.group_resource_arc()),
             },
             client: Arc::new(client),
             layers: ObjectLayers::new(codec, transformer, Instrumentation::default()),
-            path_prefix: path_prefix(&config.prefix).into(),
-            resource_prefix: config.resource_prefix.into(),
-            group_resource,
+            scope,
             lease_manager: Arc::new(LeaseManager::new(config.lease)),
             update_timeout: config.update_timeout,
-            confine_keys: config.confine_keys,
-            kube_version: config.kube_version,
+            kube_version: config.resource.kube_version,
             instrumentation: Instrumentation::default(),
         }
     }
 
     /// Records kube-apiserver's storage metrics for this store (builder style).
     pub fn with_metrics(mut self, metrics: StorageMetrics) -> Self {
-        self.instrumentation = Instrumentation::new(Some(metrics), &self.group_resource);
+        self.instrumentation = Instrumentation::new(Some(metrics), self.scope.group_resource());
         self.kv.instrumentation = self.instrumentation.clone();
         self.layers.set_decode_errors(self.instrumentation.clone());
         self
@@ -226,28 +194,22 @@ where
 
     /// The normalised path prefix every key is joined to (`/registry/`).
     pub fn path_prefix(&self) -> &str {
-        &self.path_prefix
+        self.scope.path_prefix()
     }
 
     /// The group-resource string of this store.
     pub fn group_resource(&self) -> &str {
-        &self.group_resource
+        self.scope.group_resource()
     }
 
     /// The etcd key a caller's key maps to, after validation.
     pub fn prepare_key(&self, key: &str) -> Result<String> {
-        if self.confine_keys && !within(key, &self.resource_prefix) {
-            return Err(StorageError::InvalidKey {
-                key: key.to_owned(),
-                problem: "key outside the resource prefix of this store",
-            });
-        }
-        prepare_key(&self.path_prefix, key)
+        self.scope.prepare_key(key)
     }
 
     /// The key, relative to the prefix, under which this store's objects live.
     pub fn resource_prefix(&self) -> &str {
-        &self.resource_prefix
+        self.scope.resource_prefix()
     }
 
     /// Runs one etcd KV request with the store's timeout, retries, metrics and error
@@ -303,35 +265,6 @@ where
         Ok(Some(PutOptions::new().with_lease(id)))
     }
 
-    /// Reads the current state of `key` (a `get` in metrics).
-    pub(crate) async fn current_state(
-        &self,
-        key: &str,
-        ignore_not_found: bool,
-    ) -> Result<ObjState<T>> {
-        let response = self
-            .call(key, Operation::Get, |mut kv| async move {
-                kv.get(key, None).await
-            })
-            .await?;
-        self.state_from_response(key, response, ignore_not_found)
-    }
-
-    /// Builds an object state from a range response over one key.
-    pub(crate) fn state_from_response(
-        &self,
-        key: &str,
-        mut response: etcd_client::GetResponse,
-        ignore_not_found: bool,
-    ) -> Result<ObjState<T>> {
-        let stored = response.take_kvs().into_iter().next().map(|kv| {
-            let rev = kv.mod_revision();
-            let (_, value) = kv.into_key_value();
-            (Bytes::from(value), rev)
-        });
-        self.layers.state_from_value(key, stored, ignore_not_found)
-    }
-
     /// Get: always the latest value, then the minimum-resourceVersion check (before the
     /// existence check, so a too-large version on a missing key is too large, not missing).
     pub(crate) async fn get_object(&self, key: &str, options: &GetOptions) -> Result<T> {
@@ -358,80 +291,6 @@ where
         let (_, value) = kv.into_key_value();
         self.layers
             .decode_stored(&prepared, Bytes::from(value), rev)
-    }
-
-    /// Create: a transaction on "mod revision is 0"; the object comes back with the
-    /// revision of the put.
-    pub(crate) async fn create_object(&self, key: &str, mut obj: T, ttl: u64) -> Result<T> {
-        let prepared = self.prepare_key(key)?;
-        let mut trace =
-            self.instrumentation
-                .create_span(key, std::any::type_name::<T>(), &self.group_resource);
-        if matches!(self.layers.versioner().object_resource_version(&obj), Ok(v) if v != 0) {
-            return Err(StorageError::ResourceVersionSetOnCreate { key: prepared });
-        }
-        trace.event("About to Encode");
-        let data = match self.layers.encode(&prepared, &mut obj) {
-            Ok(data) => data,
-            Err(err) => {
-                trace.event_len_err("Encode failed", 0, &err);
-                return Err(err);
-            }
-        };
-        trace.event_len("Encode succeeded", data.len());
-        // What a read of these bytes will return, when the codec's round trip is not the
-        // identity (kube's store decodes what it wrote); decoded before the bytes are
-        // handed to the transformer, so they need no copy.
-        let mut obj = self.layers.as_written(&prepared, obj, &data)?;
-        let put_options = self.put_options(&prepared, ttl).await?;
-        // The encoded length is all that is needed later; handing `data` over unshared
-        // lets an identity transform's output become the request without a copy.
-        let len = data.len();
-        let stored = match self.layers.transform_to_storage(&prepared, data) {
-            Ok(stored) => stored,
-            Err(err) => {
-                trace.event_err("TransformToStorage failed", &err);
-                return Err(err);
-            }
-        };
-        trace.event("TransformToStorage succeeded");
-        let txn = Txn::new()
-            .when([Compare::mod_revision(
-                prepared.as_str(),
-                CompareOp::Equal,
-                0,
-            )])
-            .and_then([TxnOp::put(
-                prepared.as_str(),
-                Vec::from(stored),
-                put_options,
-            )]);
-        let response = match self
-            .call(&prepared, Operation::Create, |mut kv| {
-                let txn = txn.clone();
-                async move { kv.txn(txn).await }
-            })
-            .await
-        {
-            Ok(response) => response,
-            Err(err) => {
-                trace.event_err("Txn call failed", &err);
-                return Err(err);
-            }
-        };
-        trace.event("Txn call succeeded");
-        if !response.succeeded() {
-            return Err(StorageError::KeyExists {
-                key: prepared,
-                resource_version: 0,
-            });
-        }
-        let revision = response.header().map_or(0, |h| h.revision());
-        // The object as written: stamping its revision gives what decoding the stored
-        // bytes would.
-        self.layers.set_revision(&mut obj, revision);
-        trace.event_len("decode succeeded", len);
-        Ok(obj)
     }
 
     /// Count: a count-only range over `key/`.

@@ -1,19 +1,127 @@
-//! Guaranteed update: read, apply the caller's function, compare-and-swap on the mod
-//! revision, retry on conflict. Follows `GuaranteedUpdate` in kube-apiserver's
-//! `etcd3/store.go`, including its cached-object and stale-data rules.
+//! The etcd3 store's transactions for create, guaranteed update and delete: a read of
+//! one key, and a put or delete conditional on its mod revision, each with the value in
+//! the else branch so a conflict retries without another read. The decisions around
+//! them (preconditions, cached objects, no-op and stale rewrites) are
+//! `apistore_backend::write`'s, shared with every backend.
 
-use apistore_backend::ObjState;
-use apistore_storage::{ApiObject, ResponseMeta, Result, StorageError, Update, UpdateOptions};
-use etcd_client::{Compare, CompareOp, Txn, TxnOp, TxnOpResponse, TxnResponse};
+use apistore_backend::{CompareAndSwap, StoredValue, Swap, WriteTrace, write};
+use apistore_storage::{
+    ApiObject, DeleteOptions, ResponseMeta, Result, StorageError, Update, UpdateOptions,
+};
+use bytes::Bytes;
+use etcd_client::{Compare, CompareOp, PutOptions, Txn, TxnOp, TxnOpResponse, TxnResponse};
 
 use crate::error::internal;
-use crate::instrument::Operation;
+use crate::instrument::{Operation, Trace};
 use crate::store::Etcd3Store;
+
+impl<T> CompareAndSwap for Etcd3Store<T>
+where
+    T: ApiObject + Clone + Default + Send + Sync + 'static,
+{
+    type PutOptions = Option<PutOptions>;
+
+    async fn read_key(&self, key: &str) -> Result<StoredValue> {
+        let response = self
+            .call(key, Operation::Get, |mut kv| async move {
+                kv.get(key, None).await
+            })
+            .await?;
+        Ok(stored_value(response))
+    }
+
+    async fn prepare_put(&self, key: &str, ttl: u64) -> Result<Self::PutOptions> {
+        self.put_options(key, ttl).await
+    }
+
+    async fn put_if_absent(
+        &self,
+        key: &str,
+        value: Bytes,
+        options: Self::PutOptions,
+    ) -> Result<Swap> {
+        // kube-apiserver's create has no else branch (and kine accepts only its shape).
+        let txn = Txn::new()
+            .when([Compare::mod_revision(key, CompareOp::Equal, 0)])
+            .and_then([TxnOp::put(key, Vec::from(value), options)]);
+        let response = self
+            .call(key, Operation::Create, |mut kv| {
+                let txn = txn.clone();
+                async move { kv.txn(txn).await }
+            })
+            .await?;
+        if response.succeeded() {
+            return swap(key, &response);
+        }
+        Ok(Swap::Conflict(None))
+    }
+
+    async fn put_if(
+        &self,
+        key: &str,
+        rev: i64,
+        value: Bytes,
+        options: Self::PutOptions,
+    ) -> Result<Swap> {
+        let txn = Txn::new()
+            .when([Compare::mod_revision(key, CompareOp::Equal, rev)])
+            .and_then([TxnOp::put(key, Vec::from(value), options)])
+            .or_else([TxnOp::get(key, None)]);
+        let response = self
+            .call(key, Operation::Update, |mut kv| {
+                let txn = txn.clone();
+                async move { kv.txn(txn).await }
+            })
+            .await?;
+        swap(key, &response)
+    }
+
+    async fn delete_if(&self, key: &str, rev: i64) -> Result<Swap> {
+        let txn = Txn::new()
+            .when([Compare::mod_revision(key, CompareOp::Equal, rev)])
+            .and_then([TxnOp::delete(key, None)])
+            .or_else([TxnOp::get(key, None)]);
+        let response = self
+            .call(key, Operation::Delete, |mut kv| {
+                let txn = txn.clone();
+                async move { kv.txn(txn).await }
+            })
+            .await?;
+        swap(key, &response)
+    }
+}
+
+impl WriteTrace for Trace<'_> {
+    fn event(&mut self, name: &'static str) {
+        Trace::event(self, name);
+    }
+    fn event_len(&mut self, name: &'static str, len: usize) {
+        Trace::event_len(self, name, len);
+    }
+    fn event_err(&mut self, name: &'static str, err: &dyn std::fmt::Display) {
+        Trace::event_err(self, name, err);
+    }
+    fn event_len_err(&mut self, name: &'static str, len: usize, err: &dyn std::fmt::Display) {
+        Trace::event_len_err(self, name, len, err);
+    }
+}
 
 impl<T> Etcd3Store<T>
 where
     T: ApiObject + Clone + Default + Send + Sync + 'static,
 {
+    /// Create: a transaction on "mod revision is 0"; the object comes back with the
+    /// revision of the put.
+    pub(crate) async fn create_object(&self, key: &str, obj: T, ttl: u64) -> Result<T> {
+        let prepared = self.prepare_key(key)?;
+        let mut trace = self.instrumentation.create_span(
+            key,
+            std::any::type_name::<T>(),
+            self.scope.group_resource(),
+        );
+        write::create(self, &self.layers, &prepared, obj, ttl, &mut trace).await
+    }
+
     /// Guaranteed update, bounded as a whole by the store's
     /// [`update_timeout`](crate::StoreConfig::update_timeout) when it has one: past it
     /// the call ends with a timeout, whatever step it is at (a transaction cut short may
@@ -27,181 +135,59 @@ where
     where
         F: FnMut(T, &ResponseMeta) -> Result<Update<T>> + Send,
     {
+        let prepared = self.prepare_key(key)?;
+        let mut trace = self.instrumentation.update_span(
+            key,
+            std::any::type_name::<T>(),
+            self.scope.group_resource(),
+        );
+        let update = write::guaranteed_update(
+            self,
+            &self.layers,
+            &prepared,
+            options,
+            try_update,
+            &mut trace,
+        );
         let Some(limit) = self.update_timeout else {
-            return self
-                .guaranteed_update_unbounded(key, options, try_update)
-                .await;
+            return update.await;
         };
-        match tokio::time::timeout(
-            limit,
-            self.guaranteed_update_unbounded(key, options, try_update),
-        )
-        .await
-        {
+        match tokio::time::timeout(limit, update).await {
             Ok(outcome) => outcome,
             Err(_) => Err(StorageError::Timeout {
-                key: self.prepare_key(key).unwrap_or_else(|_| key.to_owned()),
+                key: prepared,
                 message: format!("the update did not complete within {limit:?}"),
             }),
         }
     }
 
-    async fn guaranteed_update_unbounded<F>(
-        &self,
-        key: &str,
-        options: UpdateOptions<T>,
-        mut try_update: F,
-    ) -> Result<T>
-    where
-        F: FnMut(T, &ResponseMeta) -> Result<Update<T>> + Send,
-    {
+    /// Conditional delete: preconditions and validation on the latest state, then a
+    /// compare-and-swap on the mod revision, retried on conflict.
+    pub(crate) async fn delete_object(&self, key: &str, options: DeleteOptions<T>) -> Result<T> {
         let prepared = self.prepare_key(key)?;
-        let mut trace =
-            self.instrumentation
-                .update_span(key, std::any::type_name::<T>(), &self.group_resource);
-        let ignore_not_found = options.ignore_not_found;
-        // A codec that carries what a decode could not show needs the bytes really
-        // stored: an encoding of the caller's decoded object has lost it already.
-        let cached = options
-            .cached_existing_object
-            .filter(|_| !self.layers.update_needs_stored_value());
-        let (mut state, mut is_current) = match cached {
-            Some(cached) => (self.layers.state_from_object(&prepared, cached)?, false),
-            None => (self.current_state(&prepared, ignore_not_found).await?, true),
-        };
-        trace.event("initial value restored");
-
-        loop {
-            if let Some(preconditions) = &options.preconditions {
-                if let Err(err) = preconditions.check(&prepared, &state.obj) {
-                    if is_current {
-                        return Err(err);
-                    }
-                    // The cached object may just be old: decide on the current one.
-                    state = self.current_state(&prepared, ignore_not_found).await?;
-                    is_current = true;
-                    continue;
-                }
-            }
-
-            let ObjState {
-                obj,
-                meta,
-                mut rev,
-                data: mut stored_data,
-                mut stale,
-            } = state;
-            let Update { object, ttl } = match try_update(obj, &meta) {
-                Ok(update) => update,
-                Err(err) => {
-                    if is_current {
-                        return Err(err);
-                    }
-                    let cached_rev = rev;
-                    state = self.current_state(&prepared, ignore_not_found).await?;
-                    is_current = true;
-                    if cached_rev == state.rev {
-                        // The cached object was current after all: its error stands.
-                        return Err(err);
-                    }
-                    continue;
-                }
-            };
-            let mut object = object;
-            let ttl = ttl.unwrap_or(0);
-
-            trace.event("About to Encode");
-            let data = match self
-                .layers
-                .encode_replacing(&prepared, &mut object, &stored_data)
-            {
-                Ok(data) => data,
-                Err(err) => {
-                    trace.event_len_err("Encode failed", 0, &err);
-                    return Err(err);
-                }
-            };
-            trace.event_len("Encode succeeded", data.len());
-            let mut object = self.layers.as_written(&prepared, object, &data)?;
-
-            if !stale && data == stored_data {
-                if !is_current {
-                    // A cached object let us skip the read: make sure etcd really holds
-                    // these bytes before deciding there is nothing to write.
-                    let fresh = self.current_state(&prepared, ignore_not_found).await?;
-                    is_current = true;
-                    if data != fresh.data {
-                        state = fresh;
-                        continue;
-                    }
-                    rev = fresh.rev;
-                    stale = fresh.stale;
-                    stored_data = fresh.data;
-                }
-                if !stale {
-                    // Nothing changed: no write. The result is the stored object, which
-                    // encodes to exactly these bytes.
-                    self.layers.set_revision(&mut object, rev);
-                    return Ok(object);
-                }
-            }
-            drop(stored_data);
-
-            // The encoded length is all that is needed later; handing `data` over unshared
-            // lets an identity transform's output become the request without a copy.
-            let len = data.len();
-            let stored = match self.layers.transform_to_storage(&prepared, data) {
-                Ok(stored) => stored,
-                Err(err) => {
-                    trace.event_err("TransformToStorage failed", &err);
-                    return Err(err);
-                }
-            };
-            trace.event("TransformToStorage succeeded");
-            let put_options = self.put_options(&prepared, ttl).await?;
-            trace.event("Transaction prepared");
-
-            let txn = Txn::new()
-                .when([Compare::mod_revision(
-                    prepared.as_str(),
-                    CompareOp::Equal,
-                    rev,
-                )])
-                .and_then([TxnOp::put(
-                    prepared.as_str(),
-                    Vec::from(stored),
-                    put_options,
-                )])
-                .or_else([TxnOp::get(prepared.as_str(), None)]);
-            let response = match self
-                .call(&prepared, Operation::Update, |mut kv| {
-                    let txn = txn.clone();
-                    async move { kv.txn(txn).await }
-                })
-                .await
-            {
-                Ok(response) => response,
-                Err(err) => {
-                    trace.event_err("Txn call failed", &err);
-                    return Err(err);
-                }
-            };
-            trace.event("Txn call completed");
-            trace.event("Transaction committed");
-            if !response.succeeded() {
-                // Someone wrote first: the else branch read the new value, retry on it.
-                let current = else_get(&prepared, &response)?;
-                state = self.state_from_response(&prepared, current, ignore_not_found)?;
-                trace.event("Retry value restored");
-                is_current = true;
-                continue;
-            }
-            let revision = response.header().map_or(0, |h| h.revision());
-            self.layers.set_revision(&mut object, revision);
-            trace.event_len("decode succeeded", len);
-            return Ok(object);
-        }
+        write::conditional_delete(self, &self.layers, &prepared, options).await
     }
+}
+
+/// The value a range response holds for its one key.
+pub(crate) fn stored_value(mut response: etcd_client::GetResponse) -> StoredValue {
+    response.take_kvs().into_iter().next().map(|kv| {
+        let rev = kv.mod_revision();
+        let (_, value) = kv.into_key_value();
+        (Bytes::from(value), rev)
+    })
+}
+
+/// A conditional transaction's outcome: the revision it wrote at, or what its else
+/// branch read.
+fn swap(key: &str, response: &TxnResponse) -> Result<Swap> {
+    if response.succeeded() {
+        let Some(header) = response.header() else {
+            return Err(internal(key, "invalid transaction response: no header"));
+        };
+        return Ok(Swap::Done(header.revision()));
+    }
+    Ok(Swap::Conflict(stored_value(else_get(key, response)?)))
 }
 
 /// The range response of a transaction's else branch.

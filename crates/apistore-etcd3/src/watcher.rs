@@ -183,9 +183,9 @@ where
     /// prefix (kube-apiserver's `GetCurrentResourceVersionFromStorage`).
     pub(crate) async fn current_storage_revision(&self) -> Result<i64> {
         let list = self
-            .list_objects(&self.resource_prefix, &watch::current_revision_list())
+            .list_objects(self.resource_prefix(), &watch::current_revision_list())
             .await?;
-        watch::revision_of_list(self.layers.versioner(), &list, &self.resource_prefix)
+        watch::revision_of_list(self.layers.versioner(), &list, self.resource_prefix())
     }
 }
 
@@ -299,7 +299,7 @@ where
                     Ok(RouteEnd::Interrupted) => {
                         self.store.watch.hub.record_resumption();
                         if let Some(metrics) = self.store.instrumentation.metrics() {
-                            metrics.record_watch_resumption(&self.store.group_resource);
+                            metrics.record_watch_resumption(self.store.group_resource());
                         }
                         break;
                     }

@@ -11,7 +11,7 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use apistore_etcd3::{ClientConfig, Etcd3Store, EtcdClient, StoreConfig};
+use apistore_etcd3::{ClientConfig, Etcd3Store, EtcdClient, ResourceConfig, StoreConfig};
 use apistore_storage::{
     Codec, DeleteOptions, DynamicObject, ErrorKind, GetOptions, JsonCodec, ListOptions,
     SelectionPredicate, Storage, StorageError, Update, UpdateOptions,
@@ -71,8 +71,11 @@ impl Fixture {
             .unwrap_or_else(|err| panic!("raw connect to {endpoint}: {err}"));
         let prefix = unique_prefix("hostile-input");
         let config = |resource: &str| StoreConfig {
-            prefix: prefix.clone(),
-            ..StoreConfig::for_resource(resource)
+            resource: ResourceConfig {
+                prefix: prefix.clone(),
+                ..ResourceConfig::for_resource(resource)
+            },
+            ..StoreConfig::default()
         };
         let plain = Etcd3Store::new(client.clone(), config("configmaps"));
         let encryption = EncryptionConfig::parse(ENCRYPTION).unwrap();

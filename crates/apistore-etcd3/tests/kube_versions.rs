@@ -6,7 +6,7 @@
 // Test helpers may unwrap: a failure is a failed test.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use apistore_etcd3::{ClientConfig, Etcd3Store, EtcdClient, StoreConfig};
+use apistore_etcd3::{ClientConfig, Etcd3Store, EtcdClient, ResourceConfig, StoreConfig};
 use apistore_storage::{KubeVersion, ListOptions, ResourceVersionMatch, Storage, StorageError};
 use apistore_testing::etcd::{shared_endpoint, unique_prefix};
 use apistore_testing::suite::Pod;
@@ -19,9 +19,12 @@ async fn store(kube_version: KubeVersion) -> Etcd3Store<Pod> {
     Etcd3Store::new(
         client,
         StoreConfig {
-            prefix: unique_prefix("kube-versions"),
-            kube_version,
-            ..StoreConfig::for_resource("pods")
+            resource: ResourceConfig {
+                prefix: unique_prefix("kube-versions"),
+                kube_version,
+                ..ResourceConfig::for_resource("pods")
+            },
+            ..StoreConfig::default()
         },
     )
 }

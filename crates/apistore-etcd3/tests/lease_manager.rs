@@ -5,7 +5,9 @@
 // Test helpers may unwrap: a failure is a failed test.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use apistore_etcd3::{ClientConfig, Etcd3Store, EtcdClient, LeaseManagerConfig, StoreConfig};
+use apistore_etcd3::{
+    ClientConfig, Etcd3Store, EtcdClient, LeaseManagerConfig, ResourceConfig, StoreConfig,
+};
 use apistore_storage::Storage;
 use apistore_testing::etcd::{shared_endpoint, unique_prefix};
 use apistore_testing::suite::Pod;
@@ -23,12 +25,15 @@ async fn a_full_lease_is_not_reused() {
     let store: Etcd3Store<Pod> = Etcd3Store::new(
         client,
         StoreConfig {
-            prefix: prefix.clone(),
+            resource: ResourceConfig {
+                prefix: prefix.clone(),
+                ..ResourceConfig::for_resource("pods")
+            },
             lease: LeaseManagerConfig {
                 reuse_duration_seconds: 60,
                 max_object_count: 2,
             },
-            ..StoreConfig::for_resource("pods")
+            ..StoreConfig::default()
         },
     );
     let mut raw = etcd_client::Client::connect([endpoint.as_str()], None)

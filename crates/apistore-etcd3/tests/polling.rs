@@ -9,7 +9,9 @@ mod common;
 
 use std::time::{Duration, Instant};
 
-use apistore_etcd3::{ClientConfig, Etcd3Store, EtcdClient, PollError, StoreConfig};
+use apistore_etcd3::{
+    ClientConfig, Etcd3Store, EtcdClient, PollError, ResourceConfig, StoreConfig,
+};
 use apistore_storage::Storage;
 use apistore_telemetry::StorageMetrics;
 use apistore_testing::etcd::{EtcdOptions, EtcdServer};
@@ -112,8 +114,11 @@ async fn the_object_count_poller_stops_when_its_store_is_dropped() {
     let store: Etcd3Store<Pod> = Etcd3Store::new(
         backend.client.clone(),
         StoreConfig {
-            prefix: backend.store.path_prefix().to_owned(),
-            ..StoreConfig::for_resource("pods")
+            resource: ResourceConfig {
+                prefix: backend.store.path_prefix().to_owned(),
+                ..ResourceConfig::for_resource("pods")
+            },
+            ..StoreConfig::default()
         },
     )
     .with_metrics(backend.metrics.clone());
@@ -170,7 +175,10 @@ async fn pollers_refuse_what_they_cannot_do() {
     let no_prefix: Etcd3Store<Pod> = Etcd3Store::new(
         backend.client.clone(),
         StoreConfig {
-            group_resource: "pods".to_owned(),
+            resource: ResourceConfig {
+                group_resource: "pods".to_owned(),
+                ..ResourceConfig::default()
+            },
             ..StoreConfig::default()
         },
     )

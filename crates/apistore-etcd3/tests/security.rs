@@ -10,7 +10,9 @@
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use apistore_etcd3::{ClientConfig, ConnectError, Etcd3Store, EtcdClient, StoreConfig, TlsConfig};
+use apistore_etcd3::{
+    ClientConfig, ConnectError, Etcd3Store, EtcdClient, ResourceConfig, StoreConfig, TlsConfig,
+};
 use apistore_storage::{DynamicObject, GetOptions, Storage};
 use apistore_testing::etcd::{EtcdOptions, EtcdServer, unique_prefix};
 use etcd_client::{Client, Permission};
@@ -125,8 +127,11 @@ async fn round_trip(client: EtcdClient, test: &str) {
     let store: Etcd3Store<DynamicObject> = Etcd3Store::new(
         client,
         StoreConfig {
-            prefix: unique_prefix(test),
-            ..StoreConfig::for_resource("configmaps")
+            resource: ResourceConfig {
+                prefix: unique_prefix(test),
+                ..ResourceConfig::for_resource("configmaps")
+            },
+            ..StoreConfig::default()
         },
     );
     let cm = DynamicObject::new("v1", "ConfigMap", "cm1").within("default");

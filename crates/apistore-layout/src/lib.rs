@@ -24,7 +24,10 @@
 //! assert_eq!(widgets.encoding, StorageEncoding::Json);
 //! ```
 
+mod names;
 mod table;
+
+pub use names::SHORT_NAMES;
 
 use std::fmt;
 
@@ -155,6 +158,15 @@ pub enum LayoutError {
         /// The key.
         key: String,
     },
+    /// The resource name is none kube-apiserver serves (nor a short name or singular
+    /// of one), and not a custom resource (`<plural>.<group>` in a group of its own).
+    #[error("{}", unknown_resource(resource, suggestion.as_deref()))]
+    UnknownResource {
+        /// The name as given.
+        resource: String,
+        /// The closest resource the layout knows, when one is close.
+        suggestion: Option<String>,
+    },
     /// The key names a custom resource group but no resource in it.
     #[error("key {key:?} names the group {group:?} but no resource in it (<group>/<plural>/...)")]
     GroupWithoutResource {
@@ -163,6 +175,18 @@ pub enum LayoutError {
         /// The group it names.
         group: String,
     },
+}
+
+fn unknown_resource(resource: &str, suggestion: Option<&str>) -> String {
+    let hint = match suggestion {
+        Some(known) => format!("did you mean {known:?}? "),
+        None => String::new(),
+    };
+    format!(
+        "no resource {resource:?} in this kube version's layout: {hint}name a resource as \
+         kube does (configmaps, deployments.apps), a kubectl short name (cm, deploy), or a \
+         custom resource as <plural>.<group> (widgets.example.com)"
+    )
 }
 
 /// The table of a kube-apiserver version: lookups by GroupResource and by key.
@@ -262,3 +286,8 @@ impl Default for StorageLayout {
 
 #[cfg(test)]
 mod tests;
+
+// README.md's example, compiled with the doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;

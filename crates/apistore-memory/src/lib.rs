@@ -53,12 +53,10 @@
 mod clock;
 mod event;
 mod hub;
-mod key;
 mod kv;
 mod lease;
 mod list;
 mod mvcc;
-mod object;
 mod stats;
 mod store;
 mod update;
@@ -84,7 +82,7 @@ where
     }
 
     async fn create(&self, key: &str, object: T, ttl: u64) -> Result<T> {
-        self.create_object(key, object, ttl)
+        self.create_object(key, object, ttl).await
     }
 
     async fn get(&self, key: &str, options: &GetOptions) -> Result<T> {
@@ -92,7 +90,7 @@ where
     }
 
     async fn delete(&self, key: &str, options: DeleteOptions<T>) -> Result<T> {
-        self.delete_object(key, options)
+        self.delete_object(key, options).await
     }
 
     async fn guaranteed_update<F>(
@@ -105,6 +103,7 @@ where
         F: FnMut(T, &ResponseMeta) -> Result<Update<T>> + Send,
     {
         self.guaranteed_update_object(key, options, try_update)
+            .await
     }
 
     async fn list(&self, key: &str, options: &ListOptions) -> Result<ObjectList<T>> {
@@ -144,3 +143,8 @@ where
         self.kv.compacted_revision()
     }
 }
+
+// README.md's example, compiled with the doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;

@@ -7,10 +7,10 @@
 use apistore_backend::list::{ListPages, compacted_list_error, list_start};
 use apistore_storage::{ApiObject, ListOptions, ObjectList, Result, StorageError};
 
-use crate::key::as_directory;
 use crate::kv::revision_error;
 use crate::mvcc::{Keys, RevisionError};
 use crate::store::MemoryStore;
+use apistore_backend::key::as_directory;
 
 impl<T> MemoryStore<T>
 where

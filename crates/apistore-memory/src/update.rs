@@ -1,161 +1,101 @@
-//! Guaranteed update and conditional delete: read, decide, compare-and-swap on the mod
-//! revision, retry on conflict with the value the failed comparison saw. The same
-//! steps, cached-object rules and stale rewrites as the etcd3 store (kube-apiserver's
-//! `GuaranteedUpdate` and `conditionalDelete`).
+//! The memory store's transactions for create, guaranteed update and delete: a read of
+//! one key, and a put or delete conditional on its mod revision, each returning what the
+//! key holds when the comparison fails, as etcd's else branch does. The decisions around
+//! them (preconditions, cached objects, no-op and stale rewrites) are
+//! `apistore_backend::write`'s, shared with the etcd3 store.
 
-use apistore_backend::ObjState;
+use std::time::Duration;
+
+use apistore_backend::{CompareAndSwap, StoredValue, Swap, write};
 use apistore_storage::{ApiObject, DeleteOptions, ResponseMeta, Result, Update, UpdateOptions};
+use bytes::Bytes;
 
+use crate::mvcc::KeyValue;
 use crate::store::MemoryStore;
+
+impl<T> CompareAndSwap for MemoryStore<T>
+where
+    T: ApiObject + Clone + Default + Send + Sync + 'static,
+{
+    /// When the value's lease runs out.
+    type PutOptions = Option<Duration>;
+
+    async fn read_key(&self, key: &str) -> Result<StoredValue> {
+        self.count_read();
+        Ok(stored_value(self.kv.read().get(key)))
+    }
+
+    async fn prepare_put(&self, key: &str, ttl: u64) -> Result<Self::PutOptions> {
+        self.deadline(key, ttl)
+    }
+
+    async fn put_if_absent(
+        &self,
+        key: &str,
+        value: Bytes,
+        deadline: Self::PutOptions,
+    ) -> Result<Swap> {
+        self.put_if(key, 0, value, deadline).await
+    }
+
+    async fn put_if(
+        &self,
+        key: &str,
+        rev: i64,
+        value: Bytes,
+        deadline: Self::PutOptions,
+    ) -> Result<Swap> {
+        Ok(swap(
+            self.kv.write(|mvcc| mvcc.put_if(key, rev, value, deadline)),
+        ))
+    }
+
+    async fn delete_if(&self, key: &str, rev: i64) -> Result<Swap> {
+        Ok(swap(self.kv.write(|mvcc| mvcc.delete_if(key, rev))))
+    }
+}
 
 impl<T> MemoryStore<T>
 where
     T: ApiObject + Clone + Default + Send + Sync + 'static,
 {
-    pub(crate) fn guaranteed_update_object<F>(
+    /// Create: "mod revision is 0" then put; the object comes back with the put's
+    /// revision.
+    pub(crate) async fn create_object(&self, key: &str, obj: T, ttl: u64) -> Result<T> {
+        let prepared = self.prepare_key(key)?;
+        write::create(self, &self.layers, &prepared, obj, ttl, &mut ()).await
+    }
+
+    /// Guaranteed update: read, apply, compare-and-swap, retry on conflict.
+    pub(crate) async fn guaranteed_update_object<F>(
         &self,
         key: &str,
         options: UpdateOptions<T>,
-        mut try_update: F,
+        try_update: F,
     ) -> Result<T>
     where
-        F: FnMut(T, &ResponseMeta) -> Result<Update<T>>,
+        F: FnMut(T, &ResponseMeta) -> Result<Update<T>> + Send,
     {
         let prepared = self.prepare_key(key)?;
-        let ignore_not_found = options.ignore_not_found;
-        // A codec that carries what a decode could not show needs the bytes really
-        // stored: an encoding of the caller's decoded object has lost it already.
-        let cached = options
-            .cached_existing_object
-            .filter(|_| !self.layers.update_needs_stored_value());
-        let (mut state, mut is_current) = match cached {
-            Some(cached) => (self.layers.state_from_object(&prepared, cached)?, false),
-            None => (self.current_state(&prepared, ignore_not_found)?, true),
-        };
-
-        loop {
-            if let Some(preconditions) = &options.preconditions {
-                if let Err(err) = preconditions.check(&prepared, &state.obj) {
-                    if is_current {
-                        return Err(err);
-                    }
-                    // The cached object may just be old: decide on the current one.
-                    state = self.current_state(&prepared, ignore_not_found)?;
-                    is_current = true;
-                    continue;
-                }
-            }
-
-            let ObjState {
-                obj,
-                meta,
-                mut rev,
-                data: mut stored_data,
-                mut stale,
-            } = state;
-            let Update { mut object, ttl } = match try_update(obj, &meta) {
-                Ok(update) => update,
-                Err(err) => {
-                    if is_current {
-                        return Err(err);
-                    }
-                    let cached_rev = rev;
-                    state = self.current_state(&prepared, ignore_not_found)?;
-                    is_current = true;
-                    if cached_rev == state.rev {
-                        // The cached object was current after all: its error stands.
-                        return Err(err);
-                    }
-                    continue;
-                }
-            };
-            let data = self
-                .layers
-                .encode_replacing(&prepared, &mut object, &stored_data)?;
-            let mut object = self.layers.as_written(&prepared, object, &data)?;
-
-            if !stale && data == stored_data {
-                if !is_current {
-                    // A cached object let us skip the read: make sure the store really
-                    // holds these bytes before deciding there is nothing to write.
-                    let fresh = self.current_state(&prepared, ignore_not_found)?;
-                    is_current = true;
-                    if data != fresh.data {
-                        state = fresh;
-                        continue;
-                    }
-                    rev = fresh.rev;
-                    stale = fresh.stale;
-                    stored_data = fresh.data;
-                }
-                if !stale {
-                    // Nothing changed: no write.
-                    self.layers.set_revision(&mut object, rev);
-                    return Ok(object);
-                }
-            }
-            drop(stored_data);
-
-            let stored = self.layers.transform_to_storage(&prepared, data)?;
-            let deadline = self.deadline(&prepared, ttl.unwrap_or(0))?;
-            match self
-                .kv
-                .write(|mvcc| mvcc.put_if(&prepared, rev, stored, deadline))
-            {
-                Ok(revision) => {
-                    self.layers.set_revision(&mut object, revision);
-                    return Ok(object);
-                }
-                Err(current) => {
-                    // Someone wrote first: retry on what the comparison saw.
-                    state = self.state_from_kv(&prepared, current, ignore_not_found)?;
-                    is_current = true;
-                }
-            }
-        }
+        write::guaranteed_update(self, &self.layers, &prepared, options, try_update, &mut ()).await
     }
 
-    pub(crate) fn delete_object(&self, key: &str, options: DeleteOptions<T>) -> Result<T> {
+    /// Conditional delete: preconditions and validation on the latest state, then a
+    /// compare-and-swap, retried on conflict.
+    pub(crate) async fn delete_object(&self, key: &str, options: DeleteOptions<T>) -> Result<T> {
         let prepared = self.prepare_key(key)?;
-        let (mut state, mut is_current) = match options.cached_existing_object {
-            Some(cached) => (self.layers.state_from_object(&prepared, cached)?, false),
-            None => (self.current_state(&prepared, false)?, true),
-        };
+        write::conditional_delete(self, &self.layers, &prepared, options).await
+    }
+}
 
-        loop {
-            let verdict = match &options.preconditions {
-                Some(preconditions) => preconditions.check(&prepared, &state.obj),
-                None => Ok(()),
-            }
-            .and_then(|()| match &options.validate_deletion {
-                Some(validate) => validate(&state.obj),
-                None => Ok(()),
-            });
-            if let Err(err) = verdict {
-                if is_current {
-                    return Err(err);
-                }
-                let cached_rev = state.rev;
-                state = self.current_state(&prepared, false)?;
-                is_current = true;
-                if cached_rev == state.rev {
-                    return Err(err);
-                }
-                continue;
-            }
+fn stored_value(kv: Option<KeyValue>) -> StoredValue {
+    kv.map(|kv| (kv.value, kv.mod_revision))
+}
 
-            match self.kv.write(|mvcc| mvcc.delete_if(&prepared, state.rev)) {
-                Ok(revision) => {
-                    // The last state we saw, with the revision of its deletion.
-                    let mut deleted = state.obj;
-                    self.layers.set_revision(&mut deleted, revision);
-                    return Ok(deleted);
-                }
-                Err(current) => {
-                    state = self.state_from_kv(&prepared, current, false)?;
-                    is_current = true;
-                }
-            }
-        }
+/// A conditional change's outcome: the revision it made, or what the key holds.
+fn swap(outcome: Result<i64, Option<KeyValue>>) -> Swap {
+    match outcome {
+        Ok(revision) => Swap::Done(revision),
+        Err(current) => Swap::Conflict(stored_value(current)),
     }
 }

@@ -17,9 +17,9 @@ use apistore_storage::{ApiObject, ListOptions, Result, StorageError, WatchStream
 
 use crate::event::{raw_from_history, raw_from_kv};
 use crate::hub::ActiveWatch;
-use crate::key::as_directory;
 use crate::mvcc::Keys;
 use crate::store::MemoryStore;
+use apistore_backend::key::as_directory;
 
 impl<T> MemoryStore<T>
 where
@@ -74,8 +74,8 @@ where
     /// The current revision as a one-item list of the resource prefix reports it
     /// (kube-apiserver's `GetCurrentResourceVersionFromStorage`).
     pub(crate) fn current_storage_revision(&self) -> Result<i64> {
-        let list = self.list_objects(&self.resource_prefix, &watch::current_revision_list())?;
-        watch::revision_of_list(self.layers.versioner(), &list, &self.resource_prefix)
+        let list = self.list_objects(self.resource_prefix(), &watch::current_revision_list())?;
+        watch::revision_of_list(self.layers.versioner(), &list, self.resource_prefix())
     }
 }
 

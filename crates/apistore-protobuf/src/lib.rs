@@ -299,3 +299,8 @@ impl KubeProtobuf {
         ))
     }
 }
+
+// README.md's example, compiled with the doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;

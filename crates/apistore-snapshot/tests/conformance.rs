@@ -10,7 +10,7 @@
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
-use apistore_etcd3::{ClientConfig, Etcd3Store, EtcdClient, StoreConfig};
+use apistore_etcd3::{ClientConfig, Etcd3Store, EtcdClient, ResourceConfig, StoreConfig};
 use apistore_snapshot::{Snapshot, SnapshotStore, SnapshotStoreConfig};
 use apistore_storage::{
     DeleteOptions, GetOptions, JsonCodec, KubeVersion, ListOptions, ObjectList, ResponseMeta,
@@ -181,9 +181,12 @@ async fn backend(test_name: &str, _needs: Needs) -> SnapshotBackend {
     let transformer = Arc::new(PrefixTransformer::new(b"test!"));
     let prefix = unique_prefix(test_name);
     let config = StoreConfig {
-        prefix: prefix.clone(),
-        kube_version: KubeVersion::V1_31,
-        ..StoreConfig::for_resource("pods")
+        resource: ResourceConfig {
+            prefix: prefix.clone(),
+            kube_version: KubeVersion::V1_31,
+            ..ResourceConfig::for_resource("pods")
+        },
+        ..StoreConfig::default()
     };
     let live = Etcd3Store::new(client, config).with_transformer(transformer.clone());
     let raw = etcd_client::Client::connect([endpoint], None)

@@ -29,6 +29,7 @@ mod error;
 mod group_resource;
 mod interface;
 pub mod key_prefix;
+pub mod kms_observer;
 mod kube_version;
 mod list;
 mod object;
@@ -65,3 +66,8 @@ pub use stats::{KeysFn, KeysFuture, Stats};
 pub use status::{Status, StatusCause, StatusDetails, StatusListMeta, StatusReason};
 pub use transformation::TransformationType;
 pub use watch::{WatchEvent, WatchStream};
+
+// README.md's example, compiled with the doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;

@@ -13,7 +13,7 @@ use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use apistore_value::kms_v2::{KmsObserver, key_id_hash};
+use apistore_storage::kms_observer::{KmsObserver, key_id_hash};
 
 use crate::labels::TransformationType;
 use crate::storage_metrics::{Inner, StorageMetrics};

@@ -103,3 +103,8 @@ pub use storage_metrics::StorageMetrics;
 pub use trace::{
     DEFAULT_LOG_THRESHOLD, ListTraceAttrs, ObjectTraceAttrs, StepAttr, StepTrace, TRACE_TARGET,
 };
+
+// README.md's example, compiled with the doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;

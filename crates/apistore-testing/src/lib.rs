@@ -49,3 +49,8 @@ pub mod kms {
     #[doc(inline)]
     pub use apistore_value::kms_v2::{KmsOperation, KmsPluginServer, TestKmsPlugin};
 }
+
+// README.md's example, compiled with the doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;

@@ -140,3 +140,8 @@ pub trait Transformer: Send + Sync + fmt::Debug {
     /// Prepares a value for storage.
     fn transform_to_storage(&self, data: Bytes, authenticated_data: &[u8]) -> Result<Bytes>;
 }
+
+// README.md's example, compiled with the doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;

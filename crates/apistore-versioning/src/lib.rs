@@ -18,3 +18,8 @@ pub mod continue_token;
 mod versioner;
 
 pub use versioner::{ApiObjectVersioner, compare_resource_versions, parse_resource_version};
+
+// README.md's example, compiled with the doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;

@@ -9,14 +9,16 @@ use apistore_etcd3::{
     ClientConfig, ConnectError, Etcd3Store, EtcdClient, PollError, PollHandle, SharedCompactor,
     StoreConfig, TlsConfig,
 };
-use apistore_layout::{ResourceLayout, StorageEncoding, StorageLayout};
+use apistore_layout::{ResourceLayout, StorageLayout};
 use apistore_protobuf::{MediaType, StorageCodec, UnknownFieldsObserver};
-use apistore_storage::{ApiObject, Codec, DynamicObject, KubeVersion, StorageError};
+use apistore_storage::{ApiObject, DynamicObject, KubeVersion, StorageError};
 use apistore_telemetry::{StorageMetrics, TelemetryError};
 use apistore_value::config::{ConfigError, EncryptionConfig};
-use apistore_value::{IdentityTransformer, TransformObserver, TransformationType, Transformer};
+use apistore_value::{TransformObserver, TransformationType, Transformer};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
+
+use crate::recipe::{ObserverSlot, StoreRecipe};
 
 /// Why an [`ApiStore`] could not be built.
 #[derive(Debug, thiserror::Error)]
@@ -54,7 +56,7 @@ pub enum BuildError {
 #[derive(Debug)]
 pub struct ApiStoreBuilder {
     client: ClientConfig,
-    prefix: String,
+    recipe: StoreRecipe,
     request_timeout: Option<Duration>,
     encryption: Option<EncryptionSource>,
     metrics: Option<StorageMetrics>,
@@ -62,20 +64,7 @@ pub struct ApiStoreBuilder {
     object_count_poll_interval: Option<Duration>,
     storage_size_poll_interval: Option<Duration>,
     storage_cluster_id: String,
-    storage_media_type: Option<MediaType>,
-    kube_version: KubeVersion,
-    unknown_fields: Option<ObserverSlot>,
     pub(crate) cache: crate::cached::CacheSettings,
-}
-
-/// An observer in a struct that derives `Debug`.
-#[derive(Clone)]
-struct ObserverSlot(UnknownFieldsObserver);
-
-impl std::fmt::Debug for ObserverSlot {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("UnknownFieldsObserver")
-    }
 }
 
 #[derive(Debug)]
@@ -88,7 +77,7 @@ impl Default for ApiStoreBuilder {
     fn default() -> Self {
         Self {
             client: ClientConfig::default(),
-            prefix: "/registry".to_owned(),
+            recipe: StoreRecipe::default(),
             request_timeout: Some(Duration::from_secs(60)),
             encryption: None,
             metrics: None,
@@ -96,9 +85,6 @@ impl Default for ApiStoreBuilder {
             object_count_poll_interval: None,
             storage_size_poll_interval: None,
             storage_cluster_id: "etcd-0".to_owned(),
-            storage_media_type: None,
-            kube_version: KubeVersion::LATEST,
-            unknown_fields: None,
             cache: crate::cached::CacheSettings::default(),
         }
     }
@@ -117,7 +103,7 @@ impl ApiStoreBuilder {
 
     /// The key prefix (default `/registry`, as kube-apiserver's `--etcd-prefix`).
     pub fn prefix(mut self, prefix: impl Into<String>) -> Self {
-        self.prefix = prefix.into();
+        self.recipe.prefix = prefix.into();
         self
     }
 
@@ -216,7 +202,7 @@ impl ApiStoreBuilder {
     /// not shown by reads but are never lost by writes: updates carry them over, or
     /// are refused naming them.
     pub fn kube_version(mut self, version: KubeVersion) -> Self {
-        self.kube_version = version;
+        self.recipe.set_kube_version(version);
         self
     }
 
@@ -224,7 +210,7 @@ impl ApiStoreBuilder {
     /// (fields of a newer kube than [`Self::kube_version`]): a read cannot show them,
     /// and the object cannot say so itself. Updates keep such fields either way.
     pub fn observe_unknown_fields(mut self, observer: UnknownFieldsObserver) -> Self {
-        self.unknown_fields = Some(ObserverSlot(observer));
+        self.recipe.unknown_fields = Some(ObserverSlot(observer));
         self
     }
 
@@ -232,12 +218,16 @@ impl ApiStoreBuilder {
     /// instead of the one kube-apiserver uses for it (protobuf for built-ins, JSON for
     /// custom resources). Reads take either encoding whatever this says.
     pub fn storage_media_type(mut self, media_type: MediaType) -> Self {
-        self.storage_media_type = Some(media_type);
+        self.recipe.storage_media_type = Some(media_type);
         self
     }
 
     /// Reads the encryption configuration and connects to etcd.
-    pub async fn build(self) -> Result<ApiStore, BuildError> {
+    ///
+    /// Connecting is lazy, as etcd-client's: `build` checks the configuration and
+    /// starts the client, and the first request reaches etcd (an unreachable etcd shows
+    /// there, or in [`Storage::readiness_check`](crate::Storage::readiness_check)).
+    pub async fn build(mut self) -> Result<ApiStore, BuildError> {
         let polls =
             self.object_count_poll_interval.is_some() || self.storage_size_poll_interval.is_some();
         if polls && self.metrics.is_none() {
@@ -290,15 +280,11 @@ impl ApiStoreBuilder {
             ),
             _ => None,
         };
+        self.recipe.encryption = encryption;
         Ok(ApiStore {
             client,
-            layout: StorageLayout::for_kube(self.kube_version),
-            kube_version: self.kube_version,
-            unknown_fields: self.unknown_fields,
-            storage_media_type: self.storage_media_type,
-            prefix: self.prefix,
+            recipe: self.recipe,
             request_timeout: self.request_timeout,
-            encryption,
             metrics: self.metrics,
             _compactor: compactor,
             pollers: Arc::new(Pollers {
@@ -361,13 +347,8 @@ impl TransformObserver for MetricsObserver {
 #[derive(Debug, Clone)]
 pub struct ApiStore {
     client: EtcdClient,
-    layout: StorageLayout,
-    kube_version: KubeVersion,
-    unknown_fields: Option<ObserverSlot>,
-    storage_media_type: Option<MediaType>,
-    prefix: String,
+    pub(crate) recipe: StoreRecipe,
     request_timeout: Option<Duration>,
-    encryption: Option<Arc<EncryptionConfig>>,
     metrics: Option<StorageMetrics>,
     /// Our share in the endpoints' compactor; it stops when the last share goes.
     _compactor: Option<Arc<SharedCompactor>>,
@@ -399,41 +380,29 @@ impl ApiStore {
 
     /// kube-apiserver's storage layout, which says where each resource's objects live.
     pub fn layout(&self) -> StorageLayout {
-        self.layout
+        self.recipe.layout
     }
 
     /// The kube minor whose layout and protobuf schema the stores use
     /// ([`ApiStoreBuilder::kube_version`]).
     pub fn kube_version(&self) -> KubeVersion {
-        self.kube_version
+        self.recipe.kube_version
     }
 
     /// Where and how a resource is stored (group-resource string such as `pods`,
     /// `deployments.apps` or `widgets.example.com`): its key prefix, and its encoding
     /// after any [`ApiStoreBuilder::storage_media_type`] override.
     pub fn resource_layout(&self, resource: &str) -> ResourceLayout {
-        let mut layout = self.layout.resource(resource);
-        if let Some(media_type) = self.storage_media_type {
-            layout.encoding = match media_type {
-                MediaType::Protobuf => StorageEncoding::Protobuf,
-                MediaType::Json => StorageEncoding::Json,
-            };
-        }
-        layout
+        self.recipe.resource_layout(resource)
     }
 
     /// The store configuration for a resource (group-resource string such as `pods` or
     /// `deployments.apps`): its objects live under the key prefix kube-apiserver uses
     /// (`deployments`, `minions`, `example.com/widgets`), and keys outside it are refused.
     pub fn store_config(&self, resource: &str) -> StoreConfig {
-        let layout = self.layout.resource(resource);
         StoreConfig {
-            prefix: self.prefix.clone(),
-            group_resource: layout.group_resource.to_string(),
-            resource_prefix: format!("/{}", layout.key_prefix),
+            resource: self.recipe.resource_config(resource),
             request_timeout: self.request_timeout,
-            confine_keys: true,
-            kube_version: self.kube_version,
             ..StoreConfig::default()
         }
     }
@@ -443,30 +412,19 @@ impl ApiStore {
     /// storage media type set on the builder), and tells the builder's
     /// unknown-fields observer of partial reads.
     pub fn codec<T>(&self, resource: &str) -> StorageCodec<T> {
-        let media_type = match self.resource_layout(resource).encoding {
-            StorageEncoding::Protobuf => MediaType::Protobuf,
-            StorageEncoding::Json => MediaType::Json,
-        };
-        let codec = StorageCodec::for_kube(media_type, self.kube_version);
-        match &self.unknown_fields {
-            Some(ObserverSlot(observer)) => codec.observe_unknown_fields(observer.clone()),
-            None => codec,
-        }
+        self.recipe.codec(resource)
     }
 
     /// The value transformer for a resource: the encryption configuration's providers
     /// for it, or identity when it is not listed or nothing is configured.
     pub fn transformer_for(&self, resource: &str) -> Arc<dyn Transformer> {
-        match &self.encryption {
-            Some(config) => config.transformer_for(resource),
-            None => Arc::new(IdentityTransformer),
-        }
+        self.recipe.transformer_for(resource)
     }
 
     /// The encryption configuration stores are made with, if any: its `kms`
     /// providers' health ([`EncryptionConfig::kms_providers`]), for instance.
     pub fn encryption_config(&self) -> Option<&EncryptionConfig> {
-        self.encryption.as_deref()
+        self.recipe.encryption.as_deref()
     }
 
     /// The metrics stores record, if configured.
@@ -517,11 +475,10 @@ impl ApiStore {
     where
         T: ApiObject + Clone + Default + Send + Sync + Serialize + DeserializeOwned + 'static,
     {
-        let codec: Arc<dyn Codec<T>> = Arc::new(self.codec::<T>(resource));
         let store = Etcd3Store::with_parts(
             self.client.clone(),
             self.store_config(resource),
-            codec,
+            self.recipe.shared_codec(resource),
             self.transformer_for(resource),
         );
         match &self.metrics {

@@ -26,14 +26,12 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 use apistore_cacher::{Cacher, CacherConfig, CacherMetrics};
 use apistore_etcd3::Etcd3Store;
-use apistore_storage::{
-    ApiObject, DeleteOptions, GetOptions, KeysFn, ListOptions, ObjectList, ResponseMeta, Result,
-    Stats, Storage, Update, UpdateOptions, Versioner, WatchStream,
-};
+use apistore_storage::{ApiObject, Result};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
 use crate::builder::{ApiStore, ApiStoreBuilder};
+use crate::resource_store::ResourceStore;
 
 /// The cachers made so far, by resource and object type.
 type Cachers = Arc<Mutex<HashMap<(String, TypeId), Box<dyn Any + Send + Sync>>>>;
@@ -76,40 +74,34 @@ impl ApiStoreBuilder {
     }
 }
 
-/// A store of one resource: the etcd3 store, or the watch cache over it.
-// The direct variant is the store callers would hold anyway; boxing it would add an
-// indirection to every request of the uncached resources for no gain.
-#[allow(clippy::large_enum_variant)]
-#[derive(Debug, Clone)]
-pub enum ResourceStore<T: ApiObject + Clone + Default + Send + Sync + 'static> {
-    /// Every request goes to etcd.
-    Direct(Etcd3Store<T>),
-    /// Reads and watches are served from the watch cache.
-    Cached(Cacher<Etcd3Store<T>>),
-}
-
-impl<T: ApiObject + Clone + Default + Send + Sync + 'static> ResourceStore<T> {
-    /// Whether this resource is served from the watch cache.
-    pub fn is_cached(&self) -> bool {
-        matches!(self, Self::Cached(_))
-    }
-}
-
 impl ApiStore {
-    /// The store of a resource: with [`ApiStoreBuilder::watch_cache`] naming it, a
+    /// The store of a resource, named as kube names it (`configmaps`,
+    /// `deployments.apps`, `widgets.example.com`), by a kubectl short name (`cm`,
+    /// `deploy`) or a singular: with [`ApiStoreBuilder::watch_cache`] naming it, a
     /// ready watch cache over [`ApiStore::store`] (made on the first call and shared
     /// after); otherwise that store itself. Consistent reads come from the cache only
     /// when every etcd endpoint answers progress requests correctly (3.4.31+, 3.5.13+).
     ///
     /// # Errors
     ///
-    /// The cache's first list of the resource, if it fails.
+    /// A resource the kube version's layout does not know (not a custom resource's
+    /// `<plural>.<group>` either), with the closest it knows; the cache's first list of
+    /// the resource, if it fails.
     pub async fn resource_store<T>(&self, resource: &str) -> Result<ResourceStore<T>>
     where
         T: ApiObject + Clone + Default + Send + Sync + Serialize + DeserializeOwned + 'static,
     {
+        let canonical = self.recipe.known_resource(resource)?;
+        let resource = canonical.as_str();
         let settings = &self.cache;
-        if !settings.resources.contains(resource) {
+        let cached = settings.resources.iter().any(|named| {
+            named == resource
+                || self
+                    .recipe
+                    .known_resource(named)
+                    .is_ok_and(|known| known == resource)
+        });
+        if !cached {
             return Ok(ResourceStore::Direct(self.store(resource)));
         }
         let id = (resource.to_owned(), TypeId::of::<T>());
@@ -149,115 +141,5 @@ impl ApiStore {
         };
         cacher.wait_until_ready().await?;
         Ok(ResourceStore::Cached(cacher))
-    }
-}
-
-impl<T: ApiObject + Clone + Default + Send + Sync + 'static> Storage for ResourceStore<T> {
-    type Object = T;
-
-    fn versioner(&self) -> &dyn Versioner {
-        match self {
-            Self::Direct(store) => store.versioner(),
-            Self::Cached(cacher) => cacher.versioner(),
-        }
-    }
-
-    async fn create(&self, key: &str, object: T, ttl: u64) -> Result<T> {
-        match self {
-            Self::Direct(store) => store.create(key, object, ttl).await,
-            Self::Cached(cacher) => cacher.create(key, object, ttl).await,
-        }
-    }
-
-    async fn get(&self, key: &str, options: &GetOptions) -> Result<T> {
-        match self {
-            Self::Direct(store) => store.get(key, options).await,
-            Self::Cached(cacher) => cacher.get(key, options).await,
-        }
-    }
-
-    async fn delete(&self, key: &str, options: DeleteOptions<T>) -> Result<T> {
-        match self {
-            Self::Direct(store) => store.delete(key, options).await,
-            Self::Cached(cacher) => cacher.delete(key, options).await,
-        }
-    }
-
-    async fn guaranteed_update<F>(
-        &self,
-        key: &str,
-        options: UpdateOptions<T>,
-        try_update: F,
-    ) -> Result<T>
-    where
-        F: FnMut(T, &ResponseMeta) -> Result<Update<T>> + Send,
-    {
-        match self {
-            Self::Direct(store) => store.guaranteed_update(key, options, try_update).await,
-            Self::Cached(cacher) => cacher.guaranteed_update(key, options, try_update).await,
-        }
-    }
-
-    async fn list(&self, key: &str, options: &ListOptions) -> Result<ObjectList<T>> {
-        match self {
-            Self::Direct(store) => store.list(key, options).await,
-            Self::Cached(cacher) => cacher.list(key, options).await,
-        }
-    }
-
-    async fn watch(&self, key: &str, options: &ListOptions) -> Result<WatchStream<T>> {
-        match self {
-            Self::Direct(store) => store.watch(key, options).await,
-            Self::Cached(cacher) => cacher.watch(key, options).await,
-        }
-    }
-
-    async fn count(&self, key: &str) -> Result<i64> {
-        match self {
-            Self::Direct(store) => store.count(key).await,
-            Self::Cached(cacher) => cacher.count(key).await,
-        }
-    }
-
-    async fn readiness_check(&self) -> Result<()> {
-        match self {
-            Self::Direct(store) => store.readiness_check().await,
-            Self::Cached(cacher) => cacher.readiness_check().await,
-        }
-    }
-
-    async fn request_watch_progress(&self) -> Result<()> {
-        match self {
-            Self::Direct(store) => store.request_watch_progress().await,
-            Self::Cached(cacher) => cacher.request_watch_progress().await,
-        }
-    }
-
-    async fn get_current_resource_version(&self) -> Result<u64> {
-        match self {
-            Self::Direct(store) => store.get_current_resource_version().await,
-            Self::Cached(cacher) => cacher.get_current_resource_version().await,
-        }
-    }
-
-    async fn stats(&self) -> Result<Stats> {
-        match self {
-            Self::Direct(store) => store.stats().await,
-            Self::Cached(cacher) => cacher.stats().await,
-        }
-    }
-
-    fn enable_resource_size_estimation(&self, keys: KeysFn) -> Result<()> {
-        match self {
-            Self::Direct(store) => store.enable_resource_size_estimation(keys),
-            Self::Cached(cacher) => cacher.enable_resource_size_estimation(keys),
-        }
-    }
-
-    fn compact_revision(&self) -> i64 {
-        match self {
-            Self::Direct(store) => store.compact_revision(),
-            Self::Cached(cacher) => cacher.compact_revision(),
-        }
     }
 }

@@ -23,9 +23,21 @@
 //! The builder takes everything a deployment needs: endpoints, TLS and user
 //! authentication ([`ApiStoreBuilder::tls`], [`ApiStoreBuilder::credentials`]), the key
 //! prefix, a request timeout, an `EncryptionConfiguration` file, a metrics registry and
-//! a compaction interval. Stores come out typed: [`ApiStore::store`] for any type that
-//! implements [`ApiObject`] and serde (k8s-openapi types with the `k8s-openapi`
-//! feature), [`ApiStore::dynamic_store`] for [`DynamicObject`].
+//! a compaction interval. [`ApiStoreBuilder::build`] is lazy: it checks the
+//! configuration and starts the client; the first request reaches etcd.
+//!
+//! # One handle per resource
+//!
+//! [`ApiStore::resource_store`] (and `typed::<K>()` for a k8s-openapi type, with the
+//! `k8s-openapi` feature) gives a [`ResourceStore`]: the etcd3 store, the watch cache
+//! over it ([`ApiStoreBuilder::watch_cache`]) or, from [`MemoryApiStore`], the
+//! in-memory store, one type whichever is behind it, as kube-rs's `Api<K>`. It takes
+//! resources as kube names them, by kubectl short names (`cm`, `deploy`) or singulars,
+//! refuses a name the kube version's layout does not know (naming the closest), checks
+//! on create that an object is the one its key names, and [`StoreExt::namespaced`]
+//! gives it (and every other store) a namespaced view with names instead of keys.
+//! [`ApiStore::store`] and [`ApiStore::dynamic_store`] still hand out the concrete
+//! [`Etcd3Store`] for any type that implements [`ApiObject`] and serde.
 //!
 //! # Without etcd
 //!
@@ -55,22 +67,32 @@
 //! into the bytes it writes, or is refused naming them: nothing is dropped silently.
 //! [`KubeProtobuf::unknown_fields`] says what a read could not show.
 //!
-//! Encryption, metrics, tracing, compaction and TLS are always built; each is off until
-//! configured.
+//! Encryption, metrics, tracing, compaction, the watch cache and TLS are always built;
+//! each is off until configured.
 
 mod builder;
 mod cached;
 mod memory;
+mod recipe;
+mod resource_store;
 mod rewrite;
 pub mod runtime;
 mod scoped;
+#[cfg(feature = "k8s-openapi")]
+mod typed;
 
 pub use builder::{ApiStore, ApiStoreBuilder, BuildError};
-pub use cached::ResourceStore;
 pub use memory::MemoryApiStore;
+pub use resource_store::ResourceStore;
 pub use rewrite::{RewriteOptions, RewriteSummary, rewrite_stale};
 pub use scoped::{Scoped, StoreExt};
+#[cfg(feature = "k8s-openapi")]
+pub use typed::{TypedResource, group_resource_of};
 
+#[doc(inline)]
+pub use apistore_backend::ResourceConfig;
+#[doc(inline)]
+pub use apistore_cacher::{Cacher, CacherConfig, CacherMetrics};
 #[doc(inline)]
 pub use apistore_etcd3::{
     ClientConfig, ConnectError, DEFAULT_OBJECT_COUNT_POLL_INTERVAL,
@@ -78,7 +100,9 @@ pub use apistore_etcd3::{
     PollHandle, Reencryption, StoreConfig, TlsConfig,
 };
 #[doc(inline)]
-pub use apistore_layout::{BuiltIn, LayoutError, ResourceLayout, StorageEncoding, StorageLayout};
+pub use apistore_layout::{
+    BuiltIn, LayoutError, ResourceLayout, SHORT_NAMES, StorageEncoding, StorageLayout,
+};
 #[doc(inline)]
 pub use apistore_memory::{
     Clock, KvConfig, ManualClock, MemoryKv, MemoryStore, MemoryStoreConfig, SystemClock,
@@ -90,6 +114,10 @@ pub use apistore_protobuf::{
 };
 #[doc(inline)]
 pub use apistore_storage::*;
+#[doc(inline)]
+pub use apistore_telemetry::StorageMetrics;
+#[doc(inline)]
+pub use apistore_value::config::EncryptionConfig;
 
 /// The Prometheus crate the metrics are registered with, so that applications use the
 /// same version.
@@ -116,3 +144,13 @@ pub mod layers {
     #[doc(inline)]
     pub use apistore_versioning as versioning;
 }
+
+// README.md's example, compiled with the doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;
+
+// The workspace README's tour, run with the doctests (it needs `k8s-openapi`).
+#[cfg(all(doctest, feature = "k8s-openapi"))]
+#[doc = include_str!("../../../README.md")]
+struct WorkspaceReadmeDoctests;

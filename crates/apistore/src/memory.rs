@@ -35,16 +35,17 @@
 
 use std::sync::Arc;
 
-use apistore_layout::{ResourceLayout, StorageEncoding, StorageLayout};
+use apistore_layout::{ResourceLayout, StorageLayout};
 use apistore_memory::{KvConfig, MemoryKv, MemoryStore, MemoryStoreConfig};
-use apistore_protobuf::{MediaType, StorageCodec};
-use apistore_storage::{ApiObject, Codec, DynamicObject, KubeVersion};
+use apistore_protobuf::{MediaType, UnknownFieldsObserver};
+use apistore_storage::{ApiObject, DynamicObject, KubeVersion, Result};
+use apistore_value::Transformer;
 use apistore_value::config::EncryptionConfig;
-use apistore_value::{IdentityTransformer, Transformer};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
-use crate::ApiStore;
+use crate::recipe::{ObserverSlot, StoreRecipe};
+use crate::{ApiStore, ResourceStore};
 
 impl ApiStore {
     /// A facade over a fresh in-memory key space instead of etcd, with kube-apiserver's
@@ -59,11 +60,7 @@ impl ApiStore {
 #[derive(Debug, Clone)]
 pub struct MemoryApiStore {
     kv: MemoryKv,
-    layout: StorageLayout,
-    kube_version: KubeVersion,
-    prefix: String,
-    storage_media_type: Option<MediaType>,
-    encryption: Option<Arc<EncryptionConfig>>,
+    pub(crate) recipe: StoreRecipe,
 }
 
 impl MemoryApiStore {
@@ -72,38 +69,33 @@ impl MemoryApiStore {
     pub fn new(kv: MemoryKv) -> Self {
         Self {
             kv,
-            layout: StorageLayout::for_kube(KubeVersion::LATEST),
-            kube_version: KubeVersion::LATEST,
-            prefix: "/registry".to_owned(),
-            storage_media_type: None,
-            encryption: None,
+            recipe: StoreRecipe::default(),
         }
     }
 
     /// The kube minor whose layout and protobuf schema the stores use (builder style;
     /// default the newest known), as [`ApiStoreBuilder::kube_version`](crate::ApiStoreBuilder::kube_version).
     pub fn kube_version(mut self, version: KubeVersion) -> Self {
-        self.kube_version = version;
-        self.layout = StorageLayout::for_kube(version);
+        self.recipe.set_kube_version(version);
         self
     }
 
     /// The prefix every key is stored under (builder style; default `/registry`).
     pub fn prefix(mut self, prefix: impl Into<String>) -> Self {
-        self.prefix = prefix.into();
+        self.recipe.prefix = prefix.into();
         self
     }
 
     /// Encrypts at rest as this `EncryptionConfiguration` says (builder style).
     pub fn encryption_config(mut self, config: EncryptionConfig) -> Self {
-        self.encryption = Some(Arc::new(config));
+        self.recipe.encryption = Some(Arc::new(config));
         self
     }
 
     /// Writes every resource in this encoding instead of kube's choice per resource
     /// (builder style), as [`ApiStoreBuilder::storage_media_type`](crate::ApiStoreBuilder::storage_media_type).
     pub fn storage_media_type(mut self, media_type: MediaType) -> Self {
-        self.storage_media_type = Some(media_type);
+        self.recipe.storage_media_type = Some(media_type);
         self
     }
 
@@ -114,40 +106,30 @@ impl MemoryApiStore {
 
     /// kube-apiserver's storage layout, which says where each resource's objects live.
     pub fn layout(&self) -> StorageLayout {
-        self.layout
+        self.recipe.layout
+    }
+
+    /// Tells `observer` of every value a store decodes without some of its fields
+    /// (builder style), as [`ApiStoreBuilder::observe_unknown_fields`](crate::ApiStoreBuilder::observe_unknown_fields).
+    pub fn observe_unknown_fields(mut self, observer: UnknownFieldsObserver) -> Self {
+        self.recipe.unknown_fields = Some(ObserverSlot(observer));
+        self
     }
 
     /// Where and how a resource is stored, as [`ApiStore::resource_layout`].
     pub fn resource_layout(&self, resource: &str) -> ResourceLayout {
-        let mut layout = self.layout.resource(resource);
-        if let Some(media_type) = self.storage_media_type {
-            layout.encoding = match media_type {
-                MediaType::Protobuf => StorageEncoding::Protobuf,
-                MediaType::Json => StorageEncoding::Json,
-            };
-        }
-        layout
+        self.recipe.resource_layout(resource)
     }
 
     /// The store configuration for a resource: kube's key prefix, keys outside it
     /// refused, as [`ApiStore::store_config`].
     pub fn store_config(&self, resource: &str) -> MemoryStoreConfig {
-        let layout = self.layout.resource(resource);
-        MemoryStoreConfig {
-            prefix: self.prefix.clone(),
-            group_resource: layout.group_resource.to_string(),
-            resource_prefix: format!("/{}", layout.key_prefix),
-            confine_keys: true,
-            ..MemoryStoreConfig::default()
-        }
+        self.recipe.resource_config(resource)
     }
 
     /// The value transformer for a resource, as [`ApiStore::transformer_for`].
     pub fn transformer_for(&self, resource: &str) -> Arc<dyn Transformer> {
-        match &self.encryption {
-            Some(config) => config.transformer_for(resource),
-            None => Arc::new(IdentityTransformer),
-        }
+        self.recipe.transformer_for(resource)
     }
 
     /// A typed store for a resource, as [`ApiStore::store`]: keys relative to the
@@ -157,16 +139,10 @@ impl MemoryApiStore {
     where
         T: ApiObject + Clone + Default + Send + Sync + Serialize + DeserializeOwned + 'static,
     {
-        let media_type = match self.resource_layout(resource).encoding {
-            StorageEncoding::Protobuf => MediaType::Protobuf,
-            StorageEncoding::Json => MediaType::Json,
-        };
-        let codec: Arc<dyn Codec<T>> =
-            Arc::new(StorageCodec::<T>::for_kube(media_type, self.kube_version));
         MemoryStore::with_parts(
             self.kv.clone(),
             self.store_config(resource),
-            codec,
+            self.recipe.shared_codec(resource),
             self.transformer_for(resource),
         )
     }
@@ -174,5 +150,16 @@ impl MemoryApiStore {
     /// A store of [`DynamicObject`]s for a resource.
     pub fn dynamic_store(&self, resource: &str) -> MemoryStore<DynamicObject> {
         self.store(resource)
+    }
+
+    /// The store of a resource as one [`ResourceStore`] handle, as
+    /// [`ApiStore::resource_store`]: named as kube names it, by a kubectl short name or
+    /// a singular; a name the layout does not know is an error naming the closest.
+    pub async fn resource_store<T>(&self, resource: &str) -> Result<ResourceStore<T>>
+    where
+        T: ApiObject + Clone + Default + Send + Sync + Serialize + DeserializeOwned + 'static,
+    {
+        let canonical = self.recipe.known_resource(resource)?;
+        Ok(ResourceStore::Memory(self.store(&canonical)))
     }
 }

@@ -58,6 +58,26 @@ where
     }
 }
 
+impl<T> StoreExt for apistore_memory::MemoryStore<T>
+where
+    T: ApiObject + Clone + Default + Send + Sync + 'static,
+{
+    fn resource_key_prefix(&self) -> &str {
+        self.resource_prefix().trim_start_matches('/')
+    }
+}
+
+impl<S> StoreExt for apistore_cacher::Cacher<S>
+where
+    S: StoreExt + Clone + Send + Sync + 'static,
+    S::Object: ApiObject + Clone + Default + Send + Sync + 'static,
+    Self: Storage<Object = S::Object>,
+{
+    fn resource_key_prefix(&self) -> &str {
+        self.storage().resource_key_prefix()
+    }
+}
+
 fn key(prefix: &str, namespace: &str, name: &str) -> String {
     if namespace.is_empty() {
         format!("{prefix}/{name}")

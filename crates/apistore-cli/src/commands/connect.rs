@@ -169,6 +169,6 @@ pub(crate) fn raw_store(
             .map(|l| l.group_resource.to_string())
     });
     let mut config = api.store_config(resource.as_deref().unwrap_or("keys"));
-    config.confine_keys = false;
+    config.resource.confine_keys = false;
     Etcd3Store::new(api.client().clone(), config)
 }

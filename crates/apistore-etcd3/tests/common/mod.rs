@@ -10,7 +10,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
-use apistore_etcd3::{ClientConfig, Etcd3Store, EtcdClient, StoreConfig};
+use apistore_etcd3::{ClientConfig, Etcd3Store, EtcdClient, ResourceConfig, StoreConfig};
 use apistore_storage::KubeVersion;
 use apistore_telemetry::StorageMetrics;
 use apistore_testing::etcd::{EtcdOptions, EtcdServer, shared_endpoint, unique_prefix};
@@ -76,9 +76,12 @@ impl Etcd3Backend {
         // The suite and these tests are ports of k8s.io/apiserver v0.31.1's: kube 1.31's
         // rules where the versions differ (tests of the later rules set their own).
         let config = StoreConfig {
-            prefix: unique_prefix(test_name),
-            kube_version: KubeVersion::V1_31,
-            ..StoreConfig::for_resource("pods")
+            resource: ResourceConfig {
+                prefix: unique_prefix(test_name),
+                kube_version: KubeVersion::V1_31,
+                ..ResourceConfig::for_resource("pods")
+            },
+            ..StoreConfig::default()
         };
         let registry = prometheus::Registry::new();
         let metrics = StorageMetrics::register(&registry).unwrap();

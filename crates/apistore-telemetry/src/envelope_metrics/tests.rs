@@ -3,7 +3,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use apistore_value::kms_v2::{KmsObserver, key_id_hash};
+use apistore_storage::kms_observer::{KmsObserver, key_id_hash};
 use prometheus::Registry;
 
 use crate::{KEY_ID_SERIES_LIMIT, StorageMetrics, TransformationType, encode_text};

@@ -9,8 +9,6 @@
 
 use std::collections::BTreeMap;
 
-use sha2::{Digest, Sha256};
-
 use crate::{Result, TransformError};
 
 /// The longest key id kube accepts (1 KiB).
@@ -222,19 +220,7 @@ fn is_fully_qualified_domain_name(name: &str) -> bool {
     })
 }
 
-/// `sha256:<hex>` of a key id, kube's `GetHashIfNotEmpty`: how errors name a key id.
-pub fn key_id_hash(key_id: &str) -> String {
-    if key_id.is_empty() {
-        return String::new();
-    }
-    let digest = Sha256::digest(key_id.as_bytes());
-    let mut out = String::with_capacity(7 + 64);
-    out.push_str("sha256:");
-    for b in digest {
-        out.push_str(&format!("{b:02x}"));
-    }
-    out
-}
+pub use apistore_storage::kms_observer::key_id_hash;
 
 fn put_varint(out: &mut Vec<u8>, mut v: u64) {
     while v >= 0x80 {

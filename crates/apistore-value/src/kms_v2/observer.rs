@@ -1,6 +1,7 @@
-//! A hook for the KMS v2 envelope's metrics, so this crate need not depend on a
-//! metrics library (as [`TransformObserver`](crate::TransformObserver) is for the
-//! transformation metrics).
+//! Where a KMS v2 envelope keeps its observer. The hook itself, [`KmsObserver`], lives
+//! in apistore-storage (`kms_observer`), so the metrics that implement it need not
+//! depend on this crate's crypto, nor this crate on a metrics library (as
+//! [`TransformObserver`](crate::TransformObserver) is for the transformation metrics).
 //!
 //! kube-apiserver records these from `pkg/storage/value/encrypt/envelope/metrics/metrics.go`
 //! (`RecordKeyID`, `RecordKeyIDFromStatus`, `RecordInvalidKeyIDFromStatus`,
@@ -10,56 +11,8 @@
 //! key id may be sensitive and kube never exposes it either.
 
 use std::sync::{Arc, RwLock};
-use std::time::Duration;
 
-use crate::TransformationType;
-
-/// The `grpc_status_code` of a plugin call that succeeded.
-pub const GRPC_CODE_OK: &str = "OK";
-
-/// Receives the events of the KMS v2 envelopes of a configuration. Every method has an
-/// empty default, so an observer implements only what it records.
-pub trait KmsObserver: Send + Sync {
-    /// A value was read or written under a key id (kube's `RecordKeyID`, for
-    /// `apiserver_envelope_encryption_key_id_hash_total` and
-    /// `..._key_id_hash_last_timestamp_seconds`).
-    fn key_id_used(
-        &self,
-        _transformation_type: TransformationType,
-        _provider_name: &str,
-        _key_id_hash: &str,
-    ) {
-    }
-
-    /// A health check's `Status` answered a valid key id (kube's
-    /// `RecordKeyIDFromStatus`, for `..._key_id_hash_status_last_timestamp_seconds`).
-    fn key_id_from_status(&self, _provider_name: &str, _key_id_hash: &str) {}
-
-    /// A health check's `Status` answered an invalid key id; `error` is kube's code,
-    /// `empty` or `too_long` (for `..._invalid_key_id_from_status_total`).
-    fn invalid_key_id_from_status(&self, _provider_name: &str, _error: &str) {}
-
-    /// One plugin call (kube's `RecordKMSOperationLatency`, for
-    /// `..._kms_operations_latency_seconds`): `method_name` is the gRPC method
-    /// (`/v2.KeyManagementService/Encrypt`), `grpc_status_code` Go's name of the
-    /// status code (`OK`, `DeadlineExceeded`, `Unavailable`...) or
-    /// [`STATUS_UNKNOWN_NON_GRPC`](crate::observer::STATUS_UNKNOWN_NON_GRPC) when the
-    /// call failed without one.
-    fn kms_operation(
-        &self,
-        _provider_name: &str,
-        _method_name: &str,
-        _grpc_status_code: &str,
-        _elapsed: Duration,
-    ) {
-    }
-
-    /// The number of decrypted DEK sources the provider's cache holds, and how many it
-    /// may hold (kube's `RecordDekSourceCacheSize`, for `..._dek_source_cache_size`;
-    /// kube's v2 cache is bounded by age alone, this one also by count, which is what
-    /// `..._dek_cache_fill_percent` measures for KMS v1).
-    fn dek_source_cache_size(&self, _provider_name: &str, _size: usize, _capacity: usize) {}
-}
+pub use apistore_storage::kms_observer::{GRPC_CODE_OK, KmsObserver};
 
 /// The gRPC method name kube labels a plugin call with.
 pub(crate) fn method_name(operation: &str) -> &'static str {

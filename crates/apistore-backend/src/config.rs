@@ -1,0 +1,156 @@
+//! What every store of one resource is configured with, whatever keeps its bytes, and
+//! the key scope it makes.
+//!
+//! The etcd3 store's `StoreConfig` adds what only etcd has (leases, request deadlines,
+//! how long a watch waits for a member); the memory store's config is this core and
+//! nothing more. One core means a new knob of the storage layer (a kube version, a
+//! feature gate) reaches every backend the same way.
+
+use std::sync::Arc;
+
+use apistore_storage::{KubeVersion, Result, StorageError, key_prefix::within};
+
+use crate::key::{path_prefix, prepare_key};
+
+/// The configuration every backend's store of one resource takes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ResourceConfig {
+    /// The prefix every key is stored under (kube-apiserver's `--etcd-prefix`, default
+    /// `/registry`).
+    pub prefix: String,
+    /// The group-resource string of the objects (`pods`, `deployments.apps`), used in
+    /// metrics and spans.
+    pub group_resource: String,
+    /// The key, relative to the prefix, under which all objects of this resource live
+    /// (`/pods`); read for the current revision by watches that need it.
+    pub resource_prefix: String,
+    /// kube-apiserver's `WatchList` feature gate (off by default, as in v0.31.1): with
+    /// it, `sendInitialEvents` asks a watch for the current state followed by a bookmark
+    /// that ends the initial events.
+    pub watch_list: bool,
+    /// Refuse keys outside `resource_prefix` (an invalid key error) instead of storing
+    /// objects where kube-apiserver would never look for this resource. kube's own store
+    /// trusts its registry to build keys; the facade's stores take keys from callers.
+    pub confine_keys: bool,
+    /// The kube version whose storage layer to behave as where kube versions differ
+    /// (default the newest apistore knows).
+    pub kube_version: KubeVersion,
+}
+
+impl Default for ResourceConfig {
+    fn default() -> Self {
+        Self {
+            prefix: "/registry".to_owned(),
+            group_resource: String::new(),
+            resource_prefix: String::new(),
+            watch_list: false,
+            confine_keys: false,
+            kube_version: KubeVersion::LATEST,
+        }
+    }
+}
+
+impl ResourceConfig {
+    /// A config for one resource under `/registry`: `resource` is the group-resource
+    /// string and, with a leading `/`, the resource prefix.
+    pub fn for_resource(resource: &str) -> Self {
+        Self {
+            group_resource: resource.to_owned(),
+            resource_prefix: format!("/{resource}"),
+            ..Self::default()
+        }
+    }
+
+    /// The key scope of a store with this config.
+    pub fn key_scope(&self) -> KeyScope {
+        KeyScope {
+            path_prefix: path_prefix(&self.prefix).into(),
+            resource_prefix: self.resource_prefix.as_str().into(),
+            group_resource: self.group_resource.as_str().into(),
+            confine_keys: self.confine_keys,
+        }
+    }
+}
+
+/// Where one store's keys live: its normalised path prefix, its resource prefix and
+/// whether keys must lie under it. Cheap to clone (shared strings).
+#[derive(Debug, Clone)]
+pub struct KeyScope {
+    path_prefix: Arc<str>,
+    resource_prefix: Arc<str>,
+    group_resource: Arc<str>,
+    confine_keys: bool,
+}
+
+impl KeyScope {
+    /// The stored key a caller's key maps to, after validation: refused when outside
+    /// the resource prefix of a confined store, then as [`prepare_key`].
+    pub fn prepare_key(&self, key: &str) -> Result<String> {
+        if self.confine_keys && !within(key, &self.resource_prefix) {
+            return Err(StorageError::InvalidKey {
+                key: key.to_owned(),
+                problem: "key outside the resource prefix of this store",
+            });
+        }
+        prepare_key(&self.path_prefix, key)
+    }
+
+    /// The normalised path prefix every key is joined to (`/registry/`).
+    pub fn path_prefix(&self) -> &str {
+        &self.path_prefix
+    }
+
+    /// The key, relative to the prefix, under which the store's objects live.
+    pub fn resource_prefix(&self) -> &str {
+        &self.resource_prefix
+    }
+
+    /// The group-resource string of the store.
+    pub fn group_resource(&self) -> &str {
+        &self.group_resource
+    }
+
+    /// The group-resource string, shared.
+    pub fn group_resource_arc(&self) -> &Arc<str> {
+        &self.group_resource
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn confined_scopes_refuse_keys_of_other_resources() {
+        let mut config = ResourceConfig::for_resource("configmaps");
+        let open = config.key_scope();
+        assert_eq!(
+            open.prepare_key("/secrets/ns/a").unwrap(),
+            "/registry/secrets/ns/a"
+        );
+        config.confine_keys = true;
+        let confined = config.key_scope();
+        assert_eq!(
+            confined.prepare_key("/configmaps/ns/a").unwrap(),
+            "/registry/configmaps/ns/a"
+        );
+        for key in ["/secrets/ns/a", "/configmapsx/ns/a"] {
+            let err = confined.prepare_key(key).unwrap_err();
+            assert_eq!(err.key(), key);
+            assert!(
+                err.to_string().contains("outside the resource prefix"),
+                "{err}"
+            );
+        }
+        // Validation still applies inside the prefix.
+        assert!(confined.prepare_key("/configmaps/../secrets/a").is_err());
+    }
+
+    #[test]
+    fn for_resource_names_the_prefix_and_the_group_resource() {
+        let scope = ResourceConfig::for_resource("deployments.apps").key_scope();
+        assert_eq!(scope.path_prefix(), "/registry/");
+        assert_eq!(scope.resource_prefix(), "/deployments.apps");
+        assert_eq!(scope.group_resource(), "deployments.apps");
+    }
+}

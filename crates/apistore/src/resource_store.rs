@@ -1,0 +1,185 @@
+//! One handle per resource, whatever is behind it: [`ResourceStore`] is the etcd3
+//! store, the watch cache over it, or the in-memory store, as kube-rs's `Api<K>` is
+//! one type whatever the client talks to. Both facades hand it out
+//! ([`ApiStore::resource_store`](crate::ApiStore::resource_store),
+//! [`MemoryApiStore::resource_store`](crate::MemoryApiStore::resource_store), and
+//! `typed::<K>()` with the `k8s-openapi` feature), so code written against it runs on
+//! etcd in production and in memory in a unit test, and [`StoreExt::namespaced`] gives
+//! the same namespaced view on all of them.
+//!
+//! A resource store is confined to its resource's key prefix, and checks on create that
+//! the object's name and namespace are the ones its key names: kube-apiserver's
+//! registry never stores an object under another object's key.
+
+use apistore_cacher::Cacher;
+use apistore_etcd3::Etcd3Store;
+use apistore_memory::MemoryStore;
+use apistore_storage::{
+    ApiObject, DeleteOptions, GetOptions, KeysFn, ListOptions, ObjectList, ResponseMeta, Result,
+    Stats, Storage, StorageError, Update, UpdateOptions, Versioner, WatchStream,
+};
+
+use crate::scoped::StoreExt;
+
+/// A store of one resource: the etcd3 store, the watch cache over it, or the in-memory
+/// store; a [`Storage`] whichever it is.
+// The direct variant is the store callers would hold anyway; boxing it would add an
+// indirection to every request of the uncached resources for no gain.
+#[allow(clippy::large_enum_variant)]
+#[derive(Debug, Clone)]
+pub enum ResourceStore<T: ApiObject + Clone + Default + Send + Sync + 'static> {
+    /// Every request goes to etcd.
+    Direct(Etcd3Store<T>),
+    /// Reads and watches are served from the watch cache.
+    Cached(Cacher<Etcd3Store<T>>),
+    /// Every request goes to an in-memory key space ([`crate::MemoryApiStore`]).
+    Memory(MemoryStore<T>),
+}
+
+/// Calls the same method on whichever store is behind a [`ResourceStore`].
+macro_rules! each {
+    ($self:expr, $store:ident => $call:expr) => {
+        match $self {
+            ResourceStore::Direct($store) => $call,
+            ResourceStore::Cached($store) => $call,
+            ResourceStore::Memory($store) => $call,
+        }
+    };
+}
+
+impl<T: ApiObject + Clone + Default + Send + Sync + 'static> ResourceStore<T> {
+    /// Whether this resource is served from the watch cache.
+    pub fn is_cached(&self) -> bool {
+        matches!(self, Self::Cached(_))
+    }
+
+    /// The key, relative to the store prefix, under which this resource's objects live
+    /// (`/configmaps`, `/deployments`, `/example.com/widgets`).
+    pub fn resource_prefix(&self) -> &str {
+        match self {
+            Self::Direct(store) => store.resource_prefix(),
+            Self::Cached(cacher) => cacher.storage().resource_prefix(),
+            Self::Memory(store) => store.resource_prefix(),
+        }
+    }
+
+    /// The namespace and name `key` gives its object: `<resource prefix>/<ns>/<name>`
+    /// or `<resource prefix>/<name>`; `None` for a key of another shape (left to the
+    /// store to refuse).
+    fn key_names<'k>(&self, key: &'k str) -> Option<(&'k str, &'k str)> {
+        let prefix = self.resource_prefix().trim_matches('/');
+        let rest = key.trim_start_matches('/').strip_prefix(prefix)?;
+        let rest = rest.strip_prefix('/')?;
+        match rest.split_once('/') {
+            Some((namespace, name)) if !name.contains('/') => Some((namespace, name)),
+            Some(_) => None,
+            None => Some(("", rest)),
+        }
+    }
+
+    /// Refuses an object whose name or namespace is not the one its key names (a
+    /// cluster-scoped key has no namespace segment; an object that leaves either empty
+    /// is not checked on it).
+    fn check_object_matches_key(&self, key: &str, object: &T) -> Result<()> {
+        let Some((namespace, name)) = self.key_names(key) else {
+            return Ok(());
+        };
+        let mismatch = |what: &str, in_object: &str, in_key: &str| {
+            StorageError::bad_request(
+                key,
+                format!(
+                    "the {what} of the object ({in_object:?}) does not match the {what} its \
+                     key names ({in_key:?}); use the key <resource>/<namespace>/<name> of the object"
+                ),
+            )
+        };
+        if !object.name().is_empty() && object.name() != name {
+            return Err(mismatch("name", object.name(), name));
+        }
+        if !object.namespace().is_empty() && object.namespace() != namespace {
+            return Err(mismatch("namespace", object.namespace(), namespace));
+        }
+        Ok(())
+    }
+}
+
+impl<T: ApiObject + Clone + Default + Send + Sync + 'static> StoreExt for ResourceStore<T> {
+    fn resource_key_prefix(&self) -> &str {
+        self.resource_prefix().trim_start_matches('/')
+    }
+}
+
+impl<T: ApiObject + Clone + Default + Send + Sync + 'static> Storage for ResourceStore<T> {
+    type Object = T;
+
+    fn versioner(&self) -> &dyn Versioner {
+        each!(self, store => store.versioner())
+    }
+
+    async fn create(&self, key: &str, object: T, ttl: u64) -> Result<T> {
+        self.check_object_matches_key(key, &object)?;
+        each!(self, store => store.create(key, object, ttl).await)
+    }
+
+    async fn get(&self, key: &str, options: &GetOptions) -> Result<T> {
+        each!(self, store => store.get(key, options).await)
+    }
+
+    async fn delete(&self, key: &str, options: DeleteOptions<T>) -> Result<T> {
+        each!(self, store => store.delete(key, options).await)
+    }
+
+    async fn guaranteed_update<F>(
+        &self,
+        key: &str,
+        options: UpdateOptions<T>,
+        mut try_update: F,
+    ) -> Result<T>
+    where
+        F: FnMut(T, &ResponseMeta) -> Result<Update<T>> + Send,
+    {
+        // The updated object must still be the one its key names.
+        let checked = |current: T, meta: &ResponseMeta| {
+            let update = try_update(current, meta)?;
+            self.check_object_matches_key(key, &update.object)?;
+            Ok(update)
+        };
+        each!(self, store => store.guaranteed_update(key, options, checked).await)
+    }
+
+    async fn list(&self, key: &str, options: &ListOptions) -> Result<ObjectList<T>> {
+        each!(self, store => store.list(key, options).await)
+    }
+
+    async fn watch(&self, key: &str, options: &ListOptions) -> Result<WatchStream<T>> {
+        each!(self, store => store.watch(key, options).await)
+    }
+
+    async fn count(&self, key: &str) -> Result<i64> {
+        each!(self, store => store.count(key).await)
+    }
+
+    async fn readiness_check(&self) -> Result<()> {
+        each!(self, store => store.readiness_check().await)
+    }
+
+    async fn request_watch_progress(&self) -> Result<()> {
+        each!(self, store => store.request_watch_progress().await)
+    }
+
+    async fn get_current_resource_version(&self) -> Result<u64> {
+        each!(self, store => store.get_current_resource_version().await)
+    }
+
+    async fn stats(&self) -> Result<Stats> {
+        each!(self, store => store.stats().await)
+    }
+
+    fn enable_resource_size_estimation(&self, keys: KeysFn) -> Result<()> {
+        each!(self, store => store.enable_resource_size_estimation(keys))
+    }
+
+    fn compact_revision(&self) -> i64 {
+        each!(self, store => store.compact_revision())
+    }
+}
