@@ -60,7 +60,7 @@ impl<S: Storage> Drop for Task<S> {
 /// Cloning gives another handle on the same cache; the cache stops when the last
 /// handle is dropped (its watches then end).
 pub struct Cacher<S: Storage> {
-    shared: Arc<Shared<S>>,
+    pub(crate) shared: Arc<Shared<S>>,
     task: Arc<Task<S>>,
 }
 

@@ -58,6 +58,7 @@ mod config;
 mod dispatcher;
 mod event;
 mod index;
+mod keys;
 mod metrics;
 mod reads;
 mod ready;
