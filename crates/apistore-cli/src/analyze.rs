@@ -86,11 +86,13 @@ pub(crate) async fn online(
     let store = crate::commands::raw_store(api, global, prefix);
     let entries = store.raw_entries(prefix.unwrap_or_default(), 0).await?;
     let path_prefix = store.path_prefix().to_owned();
-    let stored = entries.into_iter().map(|entry| Stored {
-        etcd_key: format!("{path_prefix}{}", entry.key),
-        key: entry.key,
-        value: Some(entry.value),
-        revision_bytes: None,
+    let stored = entries.into_iter().map(|entry| {
+        Ok(Stored {
+            etcd_key: format!("{path_prefix}{}", entry.key),
+            key: entry.key,
+            value: Some(entry.value),
+            revision_bytes: None,
+        })
     });
     report(global, args, Layers::Online(api), stored)
 }
@@ -109,42 +111,46 @@ pub(crate) fn offline(
         args.key_prefix.as_deref().unwrap_or_default()
     );
     let current = snapshot.revision();
-    let mut stored = Vec::new();
-    for (key, revisions) in snapshot.keys_under(prefix.as_bytes()) {
-        let value = snapshot
-            .get(key, current)
-            .map_err(CliError::Snapshot)?
-            .map(|kv| kv.value);
-        let mut revision_bytes = 0;
-        for at in revisions.iter().filter(|at| !at.tombstone) {
-            let record = snapshot.read(key, *at).map_err(CliError::Snapshot)?;
-            revision_bytes += record.kv.value.len() as u64;
-        }
-        let etcd_key = String::from_utf8_lossy(key).into_owned();
-        stored.push(Stored {
-            key: etcd_key
-                .strip_prefix(&path_prefix)
-                .unwrap_or(&etcd_key)
-                .to_owned(),
-            etcd_key,
-            value,
-            revision_bytes: Some(revision_bytes),
+    // Read one key at a time as the report goes: memory stays at the index and one
+    // value, whatever the file's size.
+    let stored = snapshot
+        .keys_under(prefix.as_bytes())
+        .map(|(key, revisions)| {
+            let value = snapshot
+                .get(key, current)
+                .map_err(CliError::Snapshot)?
+                .map(|kv| kv.value);
+            let mut revision_bytes = 0;
+            for at in revisions.iter().filter(|at| !at.tombstone) {
+                let record = snapshot.read(key, *at).map_err(CliError::Snapshot)?;
+                revision_bytes += record.kv.value.len() as u64;
+            }
+            let etcd_key = String::from_utf8_lossy(key).into_owned();
+            Ok(Stored {
+                key: etcd_key
+                    .strip_prefix(&path_prefix)
+                    .unwrap_or(&etcd_key)
+                    .to_owned(),
+                etcd_key,
+                value,
+                revision_bytes: Some(revision_bytes),
+            })
         });
-    }
-    report(global, args, Layers::Offline(offline), stored.into_iter())
+    report(global, args, Layers::Offline(offline), stored)
 }
 
 fn report(
     global: &GlobalArgs,
     args: &AnalyzeArgs,
     layers: Layers<'_>,
-    stored: impl Iterator<Item = Stored>,
+    stored: impl Iterator<Item = Result<Stored, CliError>>,
 ) -> Result<(), CliError> {
     let mut rows: BTreeMap<(String, Option<String>), Row> = BTreeMap::new();
     let mut readers: HashMap<String, Reader> = HashMap::new();
     let mut largest: Vec<Largest> = Vec::new();
     let mut plaintext: BTreeMap<String, (u64, String)> = BTreeMap::new();
     for item in stored {
+        let item = item?;
         let (resource, namespace) = place(layers.layout(), &item.key);
         let namespace = (args.by == AnalyzeBy::Namespace).then(|| namespace.unwrap_or_default());
         let row = rows
