@@ -7,7 +7,7 @@
 
 use std::collections::BTreeMap;
 
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 
 /// Label or annotation map, ordered so that encodings are stable.
 pub type Labels = BTreeMap<String, String>;
@@ -131,7 +131,9 @@ pub trait ApiObject {
 
 /// Standard object metadata (`metav1.ObjectMeta`): the fields the store reads, plus any
 /// other fields kept as they came.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+///
+/// `Deserialize` is written by hand (below, `mod de`), to the derived behaviour.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ObjectMeta {
     /// Name, unique within a namespace.
@@ -164,7 +166,9 @@ pub struct ObjectMeta {
 }
 
 /// Any API object: `apiVersion`, `kind`, `metadata`, and the rest as JSON.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+///
+/// `Deserialize` is written by hand (below, `mod de`), to the derived behaviour.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct DynamicObject {
     /// `apiVersion`, e.g. `v1` or `example.com/v1`.
@@ -214,6 +218,189 @@ impl ApiObject for DynamicObject {
     }
     fn meta_mut(&mut self) -> &mut dyn MetaAccessor {
         &mut self.metadata
+    }
+}
+
+/// `Deserialize` for [`DynamicObject`] and [`ObjectMeta`] by hand, with what
+/// `#[serde(flatten)]` would do and none of its cost.
+///
+/// Derived, a flattened map makes serde buffer every field it does not know (a Pod's
+/// whole `spec` and `status`) into its private `Content` tree first and only then build
+/// the `serde_json::Value`s from that tree: each such field is built twice. Here the
+/// known fields go to their types and every other field straight into a `Value`, as the
+/// derived code's result would hold it: the same map, `default` for absent fields,
+/// `duplicate field` for a known field given twice, the last of repeated other fields.
+mod de {
+    use std::fmt;
+
+    use serde::de::{self, Deserialize, Deserializer, MapAccess, Visitor};
+    use serde_json::{Map, Value};
+
+    use super::{DynamicObject, Labels, ObjectMeta};
+
+    /// A field name: one of `KNOWN` by index, or any other, owned for the map.
+    enum Key {
+        Known(usize),
+        Other(String),
+    }
+
+    /// Reads a [`Key`] against a list of known names.
+    struct KeySeed(&'static [&'static str]);
+
+    impl<'de> de::DeserializeSeed<'de> for KeySeed {
+        type Value = Key;
+
+        fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<Key, D::Error> {
+            deserializer.deserialize_identifier(self)
+        }
+    }
+
+    impl Visitor<'_> for KeySeed {
+        type Value = Key;
+
+        fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            f.write_str("a field name")
+        }
+
+        fn visit_str<E: de::Error>(self, name: &str) -> Result<Key, E> {
+            Ok(match self.0.iter().position(|known| *known == name) {
+                Some(index) => Key::Known(index),
+                None => Key::Other(name.to_owned()),
+            })
+        }
+
+        fn visit_string<E: de::Error>(self, name: String) -> Result<Key, E> {
+            Ok(match self.0.iter().position(|known| *known == name) {
+                Some(index) => Key::Known(index),
+                None => Key::Other(name),
+            })
+        }
+
+        fn visit_bytes<E: de::Error>(self, name: &[u8]) -> Result<Key, E> {
+            match std::str::from_utf8(name) {
+                Ok(name) => self.visit_str(name),
+                Err(_) => Err(E::invalid_value(de::Unexpected::Bytes(name), &self)),
+            }
+        }
+    }
+
+    /// Sets a known field once; a second time is serde's `duplicate field` error.
+    fn once<'de, A: MapAccess<'de>, T: Deserialize<'de>>(
+        map: &mut A,
+        slot: &mut Option<T>,
+        name: &'static str,
+    ) -> Result<(), A::Error> {
+        if slot.is_some() {
+            return Err(de::Error::duplicate_field(name));
+        }
+        *slot = Some(map.next_value()?);
+        Ok(())
+    }
+
+    const OBJECT_FIELDS: &[&str] = &["apiVersion", "kind", "metadata"];
+
+    impl<'de> Deserialize<'de> for DynamicObject {
+        fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+            struct ObjectVisitor;
+
+            impl<'de> Visitor<'de> for ObjectVisitor {
+                type Value = DynamicObject;
+
+                fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                    f.write_str("struct DynamicObject")
+                }
+
+                fn visit_map<A: MapAccess<'de>>(
+                    self,
+                    mut map: A,
+                ) -> Result<DynamicObject, A::Error> {
+                    let (mut api_version, mut kind, mut metadata) = (None, None, None);
+                    let mut data = Map::new();
+                    while let Some(key) = map.next_key_seed(KeySeed(OBJECT_FIELDS))? {
+                        match key {
+                            Key::Known(0) => once(&mut map, &mut api_version, "apiVersion")?,
+                            Key::Known(1) => once(&mut map, &mut kind, "kind")?,
+                            Key::Known(_) => once(&mut map, &mut metadata, "metadata")?,
+                            Key::Other(name) => {
+                                data.insert(name, map.next_value::<Value>()?);
+                            }
+                        }
+                    }
+                    Ok(DynamicObject {
+                        api_version: api_version.unwrap_or_default(),
+                        kind: kind.unwrap_or_default(),
+                        metadata: metadata.unwrap_or_default(),
+                        data,
+                    })
+                }
+            }
+
+            deserializer.deserialize_map(ObjectVisitor)
+        }
+    }
+
+    const META_FIELDS: &[&str] = &[
+        "name",
+        "namespace",
+        "uid",
+        "resourceVersion",
+        "selfLink",
+        "generation",
+        "labels",
+        "annotations",
+    ];
+
+    impl<'de> Deserialize<'de> for ObjectMeta {
+        fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+            struct MetaVisitor;
+
+            impl<'de> Visitor<'de> for MetaVisitor {
+                type Value = ObjectMeta;
+
+                fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                    f.write_str("struct ObjectMeta")
+                }
+
+                fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<ObjectMeta, A::Error> {
+                    let (mut name, mut namespace, mut uid, mut resource_version, mut self_link) =
+                        (None, None, None, None, None);
+                    let mut generation: Option<Option<i64>> = None;
+                    let (mut labels, mut annotations): (Option<Labels>, Option<Labels>) =
+                        (None, None);
+                    let mut extra = Map::new();
+                    while let Some(key) = map.next_key_seed(KeySeed(META_FIELDS))? {
+                        match key {
+                            Key::Known(0) => once(&mut map, &mut name, "name")?,
+                            Key::Known(1) => once(&mut map, &mut namespace, "namespace")?,
+                            Key::Known(2) => once(&mut map, &mut uid, "uid")?,
+                            Key::Known(3) => {
+                                once(&mut map, &mut resource_version, "resourceVersion")?;
+                            }
+                            Key::Known(4) => once(&mut map, &mut self_link, "selfLink")?,
+                            Key::Known(5) => once(&mut map, &mut generation, "generation")?,
+                            Key::Known(6) => once(&mut map, &mut labels, "labels")?,
+                            Key::Known(_) => once(&mut map, &mut annotations, "annotations")?,
+                            Key::Other(field) => {
+                                extra.insert(field, map.next_value::<Value>()?);
+                            }
+                        }
+                    }
+                    Ok(ObjectMeta {
+                        name: name.unwrap_or_default(),
+                        namespace: namespace.unwrap_or_default(),
+                        uid: uid.unwrap_or_default(),
+                        resource_version: resource_version.unwrap_or_default(),
+                        self_link: self_link.unwrap_or_default(),
+                        generation: generation.flatten(),
+                        labels: labels.unwrap_or_default(),
+                        annotations: annotations.unwrap_or_default(),
+                        extra,
+                    })
+                }
+            }
+
+            deserializer.deserialize_map(MetaVisitor)
+        }
     }
 }
 
@@ -283,6 +470,117 @@ mod tests {
         let back: serde_json::Value = serde_json::to_value(&obj).unwrap();
         let orig: serde_json::Value = serde_json::from_str(json).unwrap();
         assert_eq!(back, orig);
+    }
+
+    use serde::Deserialize;
+
+    /// The derived, flattened shape the hand-written `Deserialize` follows.
+    #[derive(Debug, Default, PartialEq, Deserialize)]
+    #[serde(rename_all = "camelCase")]
+    struct DerivedMeta {
+        #[serde(default)]
+        name: String,
+        #[serde(default)]
+        namespace: String,
+        #[serde(default)]
+        uid: String,
+        #[serde(default)]
+        resource_version: String,
+        #[serde(default)]
+        self_link: String,
+        #[serde(default)]
+        generation: Option<i64>,
+        #[serde(default)]
+        labels: Labels,
+        #[serde(default)]
+        annotations: Labels,
+        #[serde(flatten)]
+        extra: serde_json::Map<String, serde_json::Value>,
+    }
+
+    /// As [`DerivedMeta`], for the object.
+    #[derive(Debug, PartialEq, Deserialize)]
+    #[serde(rename_all = "camelCase")]
+    struct DerivedObject {
+        #[serde(default)]
+        api_version: String,
+        #[serde(default)]
+        kind: String,
+        #[serde(default)]
+        metadata: DerivedMeta,
+        #[serde(flatten)]
+        data: serde_json::Map<String, serde_json::Value>,
+    }
+
+    fn same_as_derived(json: &str) {
+        let by_hand = serde_json::from_str::<DynamicObject>(json);
+        let derived = serde_json::from_str::<DerivedObject>(json);
+        match (by_hand, derived) {
+            (Ok(object), Ok(derived)) => {
+                let meta = derived.metadata;
+                let m = &object.metadata;
+                assert_eq!(
+                    (&object.api_version, &object.kind, &object.data),
+                    (&derived.api_version, &derived.kind, &derived.data),
+                    "{json}"
+                );
+                assert_eq!(
+                    (
+                        &m.name,
+                        &m.namespace,
+                        &m.uid,
+                        &m.resource_version,
+                        &m.self_link
+                    ),
+                    (
+                        &meta.name,
+                        &meta.namespace,
+                        &meta.uid,
+                        &meta.resource_version,
+                        &meta.self_link
+                    ),
+                    "{json}"
+                );
+                assert_eq!(
+                    (m.generation, &m.labels, &m.annotations, &m.extra),
+                    (
+                        meta.generation,
+                        &meta.labels,
+                        &meta.annotations,
+                        &meta.extra
+                    ),
+                    "{json}"
+                );
+            }
+            (Err(by_hand), Err(derived)) => {
+                let derived = derived
+                    .to_string()
+                    .replace("DerivedMeta", "ObjectMeta")
+                    .replace("DerivedObject", "DynamicObject");
+                assert_eq!(by_hand.to_string(), derived, "{json}");
+            }
+            (by_hand, derived) => panic!("{json}: by hand {by_hand:?}, derived {derived:?}"),
+        }
+    }
+
+    #[test]
+    fn deserialize_by_hand_matches_the_derived_flattened_shape() {
+        for json in [
+            r#"{"apiVersion":"v1","kind":"Pod","metadata":{"name":"p","namespace":"ns","uid":"u","resourceVersion":"5","selfLink":"/x","generation":3,"labels":{"a":"b"},"annotations":{"c":"d"},"creationTimestamp":null,"ownerReferences":[{"kind":"RS"}]},"spec":{"nodeName":"n","containers":[{"name":"c","ports":[{"containerPort":80}]}]},"status":{"phase":"Running","x":1.5,"y":-2}}"#,
+            r#"{}"#,
+            r#"{"kind":"ConfigMap","data":{"k":"v"},"data":{"k":"w"}}"#,
+            r#"{"metadata":{"generation":null,"extra":{"deep":[true,null]}}}"#,
+            r#"{"kind":"A","kind":"B"}"#,
+            r#"{"metadata":{"name":"a","name":"b"}}"#,
+            r#"{"metadata":{"labels":null}}"#,
+            r#"{"metadata":null}"#,
+            r#"{"apiVersion":7}"#,
+            r#"{"metadata":{"generation":"x"}}"#,
+            r#"[]"#,
+            r#"{"spec":"#,
+        ] {
+            same_as_derived(json);
+        }
     }
 
     #[test]
