@@ -11,8 +11,9 @@
 //! - from kube 1.34 (`ListFromCacheSnapshot`, beta and on by default), a watch of
 //!   [`COMPACT_REV_KEY`] itself, so compactions made by any other server on the same
 //!   etcd count too. The watch starts on a store's first [`compact_revision`] call at
-//!   1.34 or later, runs on the current tokio runtime, is re-established a second after
-//!   it fails, and stops when the last clone of the client goes.
+//!   1.34 or later (that call may answer before the watch has read the key: ask again,
+//!   as kube's callers poll), runs on the current tokio runtime, is re-established a
+//!   second after it fails, and stops when the last clone of the client goes.
 //!
 //! [`compact_revision`]: apistore_storage::Storage::compact_revision
 
