@@ -223,6 +223,16 @@ fn pick(caller: usize, seq: u64, count: u64) -> u64 {
     (caller as u64 * 7919 + seq) % count.max(1)
 }
 
+/// Whether `--only` selects any workload whose name starts with `group`: a part of
+/// the group's name, or a longer name within the group.
+fn group_selected(settings: &crate::settings::Settings, group: &str) -> bool {
+    settings.only.is_empty()
+        || settings
+            .only
+            .iter()
+            .any(|only| group.contains(only.as_str()) || only.starts_with(group))
+}
+
 /// Whether any kube workload is selected.
 pub(crate) fn selected(settings: &crate::settings::Settings) -> bool {
     settings.only.is_empty() || settings.only.iter().any(|o| o.starts_with("kube"))
@@ -247,7 +257,10 @@ impl Bench {
             "kube list pages of 500",
             "kube store-list",
         ];
-        if lists.iter().any(|name| self.settings.selected(name)) {
+        if lists
+            .iter()
+            .any(|group| group_selected(&self.settings, group))
+        {
             let objects = self.settings.list_objects;
             let mut values = Vec::with_capacity(objects as usize);
             let mut puts = Vec::with_capacity(objects as usize);
@@ -984,6 +997,22 @@ impl SideBySide {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_group_is_selected_by_a_part_of_its_name_or_a_name_within_it() {
+        let only = |names: &[&str]| crate::settings::Settings {
+            only: names.iter().map(|n| (*n).to_owned()).collect(),
+            ..crate::settings::Settings::quick()
+        };
+        assert!(group_selected(&only(&[]), "kube store-list"));
+        assert!(group_selected(&only(&["kube"]), "kube store-list"));
+        assert!(group_selected(&only(&["store-list"]), "kube store-list"));
+        assert!(group_selected(
+            &only(&["kube store-list RV=\"\" cluster, pages"]),
+            "kube store-list"
+        ));
+        assert!(!group_selected(&only(&["kube get"]), "kube store-list"));
+    }
 
     #[test]
     fn pods_spread_over_namespaces_and_nodes() {
