@@ -64,6 +64,7 @@ pub struct ApiStoreBuilder {
     object_count_poll_interval: Option<Duration>,
     storage_size_poll_interval: Option<Duration>,
     storage_cluster_id: String,
+    #[cfg(feature = "watch-cache")]
     pub(crate) cache: crate::cached::CacheSettings,
 }
 
@@ -85,6 +86,7 @@ impl Default for ApiStoreBuilder {
             object_count_poll_interval: None,
             storage_size_poll_interval: None,
             storage_cluster_id: "etcd-0".to_owned(),
+            #[cfg(feature = "watch-cache")]
             cache: crate::cached::CacheSettings::default(),
         }
     }
@@ -292,6 +294,7 @@ impl ApiStoreBuilder {
                 object_counts: Mutex::default(),
                 _storage_size: size_poller,
             }),
+            #[cfg(feature = "watch-cache")]
             cache: self.cache,
         })
     }
@@ -354,6 +357,7 @@ pub struct ApiStore {
     _compactor: Option<Arc<SharedCompactor>>,
     /// The periodic figures; they stop when the last clone of the `ApiStore` goes.
     pollers: Arc<Pollers>,
+    #[cfg(feature = "watch-cache")]
     pub(crate) cache: crate::cached::CacheSettings,
 }
 

@@ -1,8 +1,9 @@
-//! The watch cache per resource: [`ApiStoreBuilder::watch_cache`] names the resources
-//! whose reads and watches kube-apiserver would serve from its cacher, and
-//! [`ApiStore::resource_store`] hands out, for any resource, a [`ResourceStore`]: the
-//! etcd3 store itself, or a [`Cacher`] over it for the cached resources. Both are a
-//! [`Storage`], so callers do not change when a resource's cache is turned on.
+//! The watch cache per resource (the `watch-cache` feature): [`ApiStoreBuilder::watch_cache`]
+//! names the resources whose reads and watches kube-apiserver would serve from its
+//! cacher, and [`ApiStore::resource_store`] hands out, for any resource, a
+//! [`ResourceStore`](crate::ResourceStore): the etcd3 store itself, or a [`Cacher`] over
+//! it for the cached resources. Both are a [`Storage`](crate::Storage), so callers do
+//! not change when a resource's cache is turned on.
 //!
 //! One cacher per resource and object type is kept by the [`ApiStore`] (and shared by
 //! its clones), so however many callers ask, etcd sees one watch per cached resource.
@@ -31,7 +32,6 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 
 use crate::builder::{ApiStore, ApiStoreBuilder};
-use crate::resource_store::ResourceStore;
 
 /// The cachers made so far, by resource and object type.
 type Cachers = Arc<Mutex<HashMap<(String, TypeId), Box<dyn Any + Send + Sync>>>>;
@@ -75,24 +75,17 @@ impl ApiStoreBuilder {
 }
 
 impl ApiStore {
-    /// The store of a resource, named as kube names it (`configmaps`,
-    /// `deployments.apps`, `widgets.example.com`), by a kubectl short name (`cm`,
-    /// `deploy`) or a singular: with [`ApiStoreBuilder::watch_cache`] naming it, a
-    /// ready watch cache over [`ApiStore::store`] (made on the first call and shared
-    /// after); otherwise that store itself. Consistent reads come from the cache only
-    /// when every etcd endpoint answers progress requests correctly (3.4.31+, 3.5.13+).
-    ///
-    /// # Errors
-    ///
-    /// A resource the kube version's layout does not know (not a custom resource's
-    /// `<plural>.<group>` either), with the closest it knows; the cache's first list of
-    /// the resource, if it fails.
-    pub async fn resource_store<T>(&self, resource: &str) -> Result<ResourceStore<T>>
+    /// The ready watch cache of `resource` (a canonical group-resource) when the
+    /// builder named it ([`ApiStoreBuilder::watch_cache`]): made on the first call and
+    /// shared after. Consistent reads come from the cache only when every etcd endpoint
+    /// answers progress requests correctly (3.4.31+, 3.5.13+).
+    pub(crate) async fn cached_store<T>(
+        &self,
+        resource: &str,
+    ) -> Result<Option<Cacher<Etcd3Store<T>>>>
     where
         T: ApiObject + Clone + Default + Send + Sync + Serialize + DeserializeOwned + 'static,
     {
-        let canonical = self.recipe.known_resource(resource)?;
-        let resource = canonical.as_str();
         let settings = &self.cache;
         let cached = settings.resources.iter().any(|named| {
             named == resource
@@ -102,7 +95,7 @@ impl ApiStore {
                     .is_ok_and(|known| known == resource)
         });
         if !cached {
-            return Ok(ResourceStore::Direct(self.store(resource)));
+            return Ok(None);
         }
         let id = (resource.to_owned(), TypeId::of::<T>());
         let existing = settings
@@ -140,6 +133,6 @@ impl ApiStore {
             }
         };
         cacher.wait_until_ready().await?;
-        Ok(ResourceStore::Cached(cacher))
+        Ok(Some(cacher))
     }
 }

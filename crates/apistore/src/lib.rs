@@ -30,8 +30,9 @@
 //!
 //! [`ApiStore::resource_store`] (and `typed::<K>()` for a k8s-openapi type, with the
 //! `k8s-openapi` feature) gives a [`ResourceStore`]: the etcd3 store, the watch cache
-//! over it ([`ApiStoreBuilder::watch_cache`]) or, from [`MemoryApiStore`], the
-//! in-memory store, one type whichever is behind it, as kube-rs's `Api<K>`. It takes
+//! over it (`ApiStoreBuilder::watch_cache`, the `watch-cache` feature) or, from
+//! `MemoryApiStore` (the `memory` feature), the in-memory store, one type whichever is
+//! behind it, as kube-rs's `Api<K>`. It takes
 //! resources as kube names them, by kubectl short names (`cm`, `deploy`) or singulars,
 //! refuses a name the kube version's layout does not know (naming the closest), checks
 //! on create that an object is the one its key names, and [`StoreExt::namespaced`]
@@ -41,11 +42,12 @@
 //!
 //! # Without etcd
 //!
-//! [`ApiStore::in_memory`] gives a [`MemoryApiStore`]: the same `store`,
-//! `dynamic_store` and `resource_layout`, with the same layout, codecs and encryption,
-//! over an in-memory key space with etcd's semantics (revisions, compaction, TTLs on an
-//! injectable [`ManualClock`], watches and bookmarks) instead of etcd. Its stores are
-//! [`MemoryStore`]s; both they and [`Etcd3Store`]s implement [`Storage`], so a
+//! With the `memory` feature, `ApiStore::in_memory` gives a `MemoryApiStore`: the same
+//! `store`, `dynamic_store`, `resource_store` and `resource_layout`, with the same
+//! layout, codecs and encryption, over an in-memory key space with etcd's semantics
+//! (revisions, compaction, TTLs on an injectable `ManualClock`, watches and bookmarks)
+//! instead of etcd. Its stores are `MemoryStore`s; both they and [`Etcd3Store`]s
+//! implement [`Storage`], so a
 //! controller written against `Storage` is unit-tested on one and deployed on the
 //! other (see `examples/controller_test.rs`). It is a type of its own, rather than a
 //! builder option, so that [`ApiStore::store`] keeps returning the concrete
@@ -53,6 +55,18 @@
 //!
 //! # Feature flags
 //!
+//! The defaults are what a newcomer needs, always built: the etcd3 store, encryption at
+//! rest (every provider kube has; `kms` v2 plugins need `kms-grpc`), kube-apiserver's
+//! metrics and spans, compaction and TLS, each off until configured. The rest is
+//! opt-in, as kube-rs gates its runtime:
+//!
+//! - `watch-cache`: the watch cache per resource (`ApiStoreBuilder::watch_cache`,
+//!   `ResourceStore::Cached`, the `Cacher` re-exports).
+//! - `memory`: the facade without etcd, for unit tests (`ApiStore::in_memory`,
+//!   `MemoryApiStore`, `ResourceStore::Memory`).
+//! - `runtime`: `runtime::{watcher, reflector}`, kube-rs's controller pieces.
+//! - `kms-grpc`: `kms` (v2) providers in encryption configuration files, their plugins
+//!   reached over gRPC.
 //! - `k8s-openapi`: store k8s-openapi types directly, e.g.
 //!   `api.store::<k8s_openapi::api::core::v1::ConfigMap>("configmaps")`. Your
 //!   application picks the k8s-openapi version feature. apistore builds against
@@ -67,21 +81,25 @@
 //! into the bytes it writes, or is refused naming them: nothing is dropped silently.
 //! [`KubeProtobuf::unknown_fields`] says what a read could not show.
 //!
-//! Encryption, metrics, tracing, compaction, the watch cache and TLS are always built;
-//! each is off until configured.
+//! Encryption, metrics, tracing, compaction and TLS are always built; each is off until
+//! configured.
 
 mod builder;
+#[cfg(feature = "watch-cache")]
 mod cached;
+#[cfg(feature = "memory")]
 mod memory;
 mod recipe;
 mod resource_store;
 mod rewrite;
+#[cfg(feature = "runtime")]
 pub mod runtime;
 mod scoped;
 #[cfg(feature = "k8s-openapi")]
 mod typed;
 
 pub use builder::{ApiStore, ApiStoreBuilder, BuildError};
+#[cfg(feature = "memory")]
 pub use memory::MemoryApiStore;
 pub use resource_store::ResourceStore;
 pub use rewrite::{RewriteOptions, RewriteSummary, rewrite_stale};
@@ -91,6 +109,7 @@ pub use typed::{TypedResource, group_resource_of};
 
 #[doc(inline)]
 pub use apistore_backend::ResourceConfig;
+#[cfg(feature = "watch-cache")]
 #[doc(inline)]
 pub use apistore_cacher::{Cacher, CacherConfig, CacherMetrics};
 #[doc(inline)]
@@ -103,6 +122,7 @@ pub use apistore_etcd3::{
 pub use apistore_layout::{
     BuiltIn, LayoutError, ResourceLayout, SHORT_NAMES, StorageEncoding, StorageLayout,
 };
+#[cfg(feature = "memory")]
 #[doc(inline)]
 pub use apistore_memory::{
     Clock, KvConfig, ManualClock, MemoryKv, MemoryStore, MemoryStoreConfig, SystemClock,
@@ -125,12 +145,14 @@ pub use prometheus;
 
 /// The layers, for what the facade does not re-export at the top.
 pub mod layers {
+    #[cfg(feature = "watch-cache")]
     #[doc(inline)]
     pub use apistore_cacher as cacher;
     #[doc(inline)]
     pub use apistore_etcd3 as etcd3;
     #[doc(inline)]
     pub use apistore_layout as layout;
+    #[cfg(feature = "memory")]
     #[doc(inline)]
     pub use apistore_memory as memory;
     #[doc(inline)]
@@ -145,12 +167,17 @@ pub mod layers {
     pub use apistore_versioning as versioning;
 }
 
-// README.md's example, compiled with the doctests.
-#[cfg(doctest)]
+// README.md's example, compiled with the doctests (it runs in memory).
+#[cfg(all(doctest, feature = "memory"))]
 #[doc = include_str!("../README.md")]
 struct ReadmeDoctests;
 
 // The workspace README's tour, run with the doctests (it needs `k8s-openapi`).
-#[cfg(all(doctest, feature = "k8s-openapi"))]
+#[cfg(all(
+    doctest,
+    feature = "k8s-openapi",
+    feature = "memory",
+    feature = "runtime"
+))]
 #[doc = include_str!("../../../README.md")]
 struct WorkspaceReadmeDoctests;

@@ -11,14 +11,20 @@
 //! the object's name and namespace are the ones its key names: kube-apiserver's
 //! registry never stores an object under another object's key.
 
+#[cfg(feature = "watch-cache")]
 use apistore_cacher::Cacher;
 use apistore_etcd3::Etcd3Store;
+#[cfg(feature = "memory")]
 use apistore_memory::MemoryStore;
 use apistore_storage::{
     ApiObject, DeleteOptions, GetOptions, KeysFn, ListOptions, ObjectList, ResponseMeta, Result,
     Stats, Storage, StorageError, Update, UpdateOptions, Versioner, WatchStream,
 };
 
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+
+use crate::ApiStore;
 use crate::scoped::StoreExt;
 
 /// A store of one resource: the etcd3 store, the watch cache over it, or the in-memory
@@ -31,8 +37,10 @@ pub enum ResourceStore<T: ApiObject + Clone + Default + Send + Sync + 'static> {
     /// Every request goes to etcd.
     Direct(Etcd3Store<T>),
     /// Reads and watches are served from the watch cache.
+    #[cfg(feature = "watch-cache")]
     Cached(Cacher<Etcd3Store<T>>),
     /// Every request goes to an in-memory key space ([`crate::MemoryApiStore`]).
+    #[cfg(feature = "memory")]
     Memory(MemoryStore<T>),
 }
 
@@ -41,7 +49,9 @@ macro_rules! each {
     ($self:expr, $store:ident => $call:expr) => {
         match $self {
             ResourceStore::Direct($store) => $call,
+            #[cfg(feature = "watch-cache")]
             ResourceStore::Cached($store) => $call,
+            #[cfg(feature = "memory")]
             ResourceStore::Memory($store) => $call,
         }
     };
@@ -50,7 +60,11 @@ macro_rules! each {
 impl<T: ApiObject + Clone + Default + Send + Sync + 'static> ResourceStore<T> {
     /// Whether this resource is served from the watch cache.
     pub fn is_cached(&self) -> bool {
-        matches!(self, Self::Cached(_))
+        #[cfg(feature = "watch-cache")]
+        if matches!(self, Self::Cached(_)) {
+            return true;
+        }
+        false
     }
 
     /// The key, relative to the store prefix, under which this resource's objects live
@@ -58,7 +72,9 @@ impl<T: ApiObject + Clone + Default + Send + Sync + 'static> ResourceStore<T> {
     pub fn resource_prefix(&self) -> &str {
         match self {
             Self::Direct(store) => store.resource_prefix(),
+            #[cfg(feature = "watch-cache")]
             Self::Cached(cacher) => cacher.storage().resource_prefix(),
+            #[cfg(feature = "memory")]
             Self::Memory(store) => store.resource_prefix(),
         }
     }
@@ -100,6 +116,32 @@ impl<T: ApiObject + Clone + Default + Send + Sync + 'static> ResourceStore<T> {
             return Err(mismatch("namespace", object.namespace(), namespace));
         }
         Ok(())
+    }
+}
+
+impl ApiStore {
+    /// The store of a resource, named as kube names it (`configmaps`,
+    /// `deployments.apps`, `widgets.example.com`), by a kubectl short name (`cm`,
+    /// `deploy`) or a singular: with [`ApiStoreBuilder::watch_cache`](crate::ApiStoreBuilder)
+    /// naming it (the `watch-cache` feature), a ready watch cache over
+    /// [`ApiStore::store`], made on the first call and shared after; otherwise that
+    /// store itself.
+    ///
+    /// # Errors
+    ///
+    /// A resource the kube version's layout does not know (not a custom resource's
+    /// `<plural>.<group>` either), with the closest it knows; the cache's first list of
+    /// the resource, if it fails.
+    pub async fn resource_store<T>(&self, resource: &str) -> Result<ResourceStore<T>>
+    where
+        T: ApiObject + Clone + Default + Send + Sync + Serialize + DeserializeOwned + 'static,
+    {
+        let canonical = self.recipe.known_resource(resource)?;
+        #[cfg(feature = "watch-cache")]
+        if let Some(cacher) = self.cached_store::<T>(&canonical).await? {
+            return Ok(ResourceStore::Cached(cacher));
+        }
+        Ok(ResourceStore::Direct(self.store(&canonical)))
     }
 }
 

@@ -58,6 +58,7 @@ where
     }
 }
 
+#[cfg(feature = "memory")]
 impl<T> StoreExt for apistore_memory::MemoryStore<T>
 where
     T: ApiObject + Clone + Default + Send + Sync + 'static,
@@ -67,6 +68,7 @@ where
     }
 }
 
+#[cfg(feature = "watch-cache")]
 impl<S> StoreExt for apistore_cacher::Cacher<S>
 where
     S: StoreExt + Clone + Send + Sync + 'static,

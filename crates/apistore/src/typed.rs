@@ -17,7 +17,9 @@ use apistore_storage::{ApiObject, Result};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
-use crate::{ApiStore, MemoryApiStore, ResourceStore};
+#[cfg(feature = "memory")]
+use crate::MemoryApiStore;
+use crate::{ApiStore, ResourceStore};
 
 /// The group-resource string of a k8s-openapi type: `configmaps`, `deployments.apps`,
 /// `ingresses.networking.k8s.io`.
@@ -73,6 +75,7 @@ impl ApiStore {
     }
 }
 
+#[cfg(feature = "memory")]
 impl MemoryApiStore {
     /// The in-memory store of a k8s-openapi type's resource, as [`ApiStore::typed`].
     ///
