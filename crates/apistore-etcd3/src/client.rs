@@ -9,6 +9,7 @@
 use std::collections::HashMap;
 use std::fmt;
 use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
@@ -250,6 +251,9 @@ pub struct EtcdClient {
     pub(crate) compactions: Arc<CompactionTracker>,
     /// The size estimates of its stores, by resource directory (`/registry/pods/`).
     size_estimators: Arc<Mutex<HashMap<String, Arc<SizeEstimator>>>>,
+    /// Whether `size_estimators` ever held one: lists and watches skip the look-up
+    /// while it does not (the common case), so they do not pay for estimation.
+    any_size_estimator: Arc<AtomicBool>,
 }
 
 impl fmt::Debug for EtcdClient {
@@ -347,10 +351,21 @@ impl EtcdClient {
             endpoints: config.endpoints.clone(),
             compactions: Arc::default(),
             size_estimators: Arc::default(),
+            any_size_estimator: Arc::default(),
         })
     }
 
     /// The size estimates of the stores on this client, by resource directory.
+    /// Whether any store on this client ever turned size estimation on.
+    pub(crate) fn estimates_any_sizes(&self) -> bool {
+        self.any_size_estimator.load(Ordering::Acquire)
+    }
+
+    /// Notes that a store on this client turned size estimation on.
+    pub(crate) fn note_size_estimator(&self) {
+        self.any_size_estimator.store(true, Ordering::Release);
+    }
+
     pub(crate) fn size_estimators(&self) -> MutexGuard<'_, HashMap<String, Arc<SizeEstimator>>> {
         self.size_estimators
             .lock()

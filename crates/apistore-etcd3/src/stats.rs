@@ -41,6 +41,10 @@ where
     /// it is turned on here, on first use, with [`Self::etcd_keys`] (kube 1.34's store
     /// does so when it is made; from 1.35 the watch cache asks for it).
     fn size_estimator(&self) -> Option<Arc<SizeEstimator>> {
+        if self.kube_version != KubeVersion::V1_34 && !self.client.estimates_any_sizes() {
+            // The hot path of every list page and watch response: nothing to do.
+            return None;
+        }
         let directory = self.resource_directory().ok()?;
         let mut estimators = self.client.size_estimators();
         if let Some(estimator) = estimators.get(&directory) {
@@ -52,6 +56,7 @@ where
         let keys = self.etcd_keys().ok()?;
         let estimator = SizeEstimator::start(self.path_prefix(), keys);
         estimators.insert(directory, Arc::clone(&estimator));
+        self.client.note_size_estimator();
         Some(estimator)
     }
 
@@ -142,6 +147,7 @@ where
         }
         let estimator = SizeEstimator::start(self.path_prefix(), keys);
         estimators.insert(directory, estimator);
+        self.client.note_size_estimator();
         Ok(())
     }
 
