@@ -303,6 +303,9 @@ where
 /// Conditional delete of the prepared `key`: preconditions and validation on the latest
 /// state, then a delete by compare-and-swap, retried on conflict. The result is the last
 /// state seen, with the revision of its deletion as resourceVersion.
+///
+/// With [`DeleteOptions::expect_transform_or_decode_error`], only a value that cannot be
+/// decrypted or decoded is deleted ([`unreadable_state`]).
 pub async fn conditional_delete<T, E, S>(
     store: &S,
     layers: &ObjectLayers<T, E>,
@@ -314,6 +317,9 @@ where
     E: DecodeErrors + Sync,
     S: CompareAndSwap,
 {
+    if options.expect_transform_or_decode_error {
+        return delete_unreadable(store, layers, key, options).await;
+    }
     let (mut state, mut is_current) = match options.cached_existing_object {
         Some(cached) => (layers.state_from_object(key, cached)?, false),
         None => (current_state(store, layers, key, false).await?, true),
@@ -353,6 +359,75 @@ where
                 state = layers.state_from_value(key, current, false)?;
                 is_current = true;
             }
+        }
+    }
+}
+
+/// The mod revision of a value that cannot be read: one whose transform or decode
+/// fails (kube's `getState` with `expectTransformOrDecodeError`). Absent is not found; a
+/// readable value is an invalid object, since unsafe deletion is only for what the
+/// normal flow cannot delete.
+pub fn unreadable_state<T, E>(
+    layers: &ObjectLayers<T, E>,
+    key: &str,
+    stored: StoredValue,
+) -> Result<i64>
+where
+    T: ApiObject + Default + 'static,
+    E: DecodeErrors,
+{
+    let Some((value, rev)) = stored else {
+        return Err(StorageError::not_found(key));
+    };
+    let readable = layers
+        .transform_from_storage(key, value)
+        .and_then(|(data, _)| layers.decode_uncounted(key, &data, rev));
+    match readable {
+        Ok(_) => Err(StorageError::InvalidObject {
+            key: key.to_owned(),
+            message: "unsafe deletion is not allowed because the object is decodable from storage"
+                .to_owned(),
+        }),
+        Err(_) => Ok(rev),
+    }
+}
+
+/// Deletes a value that cannot be read, at the revision it was read at, retried on
+/// conflict with what the comparison saw. As kube, the deletion validation runs (on the
+/// empty object: there is none to give it) before each attempt, and preconditions,
+/// which cannot be checked on what cannot be read, are an error.
+async fn delete_unreadable<T, E, S>(
+    store: &S,
+    layers: &ObjectLayers<T, E>,
+    key: &str,
+    options: DeleteOptions<T>,
+) -> Result<T>
+where
+    T: ApiObject + Default + Send + 'static,
+    E: DecodeErrors + Sync,
+    S: CompareAndSwap,
+{
+    let mut rev = unreadable_state(layers, key, store.read_key(key).await?)?;
+    let unread = T::default();
+    loop {
+        if options.preconditions.is_some() {
+            return Err(StorageError::Internal {
+                key: key.to_owned(),
+                message: "preconditions cannot be checked on an object that cannot be decrypted or decoded"
+                    .to_owned(),
+                source: None,
+            });
+        }
+        if let Some(validate) = &options.validate_deletion {
+            validate(&unread)?;
+        }
+        match store.delete_if(key, rev).await? {
+            Swap::Done(revision) => {
+                let mut deleted = T::default();
+                layers.set_revision(&mut deleted, revision);
+                return Ok(deleted);
+            }
+            Swap::Conflict(current) => rev = unreadable_state(layers, key, current)?,
         }
     }
 }

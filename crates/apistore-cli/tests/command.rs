@@ -726,7 +726,22 @@ async fn values_that_cannot_be_read_are_explained_skipped_and_force_deleted() {
         "{stderr}"
     );
 
-    // delete --force removes it unread; a plain delete cannot.
+    // delete --force is kube's unsafe deletion: a readable value is refused (dry run
+    // too) and stays.
+    fails_with(
+        &f,
+        &["delete", "configmaps/default/cm1", "--force"],
+        1,
+        "decodable from storage; delete it without --force",
+    );
+    fails_with(
+        &f,
+        &["delete", "configmaps/default/cm1", "--force", "--dry-run"],
+        1,
+        "without --force",
+    );
+    f.ok(&["get", "configmaps/default/cm1"]);
+    // delete --force removes the unreadable one unread; a plain delete cannot.
     assert_eq!(
         f.run(&["delete", "configmaps/default/bad"]).status.code(),
         Some(1)

@@ -250,6 +250,15 @@ pub struct DeleteOptions<T> {
     pub validate_deletion: Option<ValidateObjectFn<T>>,
     /// The object as the caller last saw it, to save a read when it is still current.
     pub cached_existing_object: Option<T>,
+    /// Delete a value that cannot be decrypted or decoded, and only such a value (kube's
+    /// `ExpectTransformOrDecodeError`, 1.37; `IgnoreStoreReadError` from 1.32, behind
+    /// its `AllowUnsafeMalformedObjectDeletion` gate): the value is deleted at the
+    /// revision it was read at without being read into an object, a readable value is
+    /// refused as an invalid object, and a cached object is ignored. Preconditions
+    /// cannot be checked on what cannot be read (an error when set), the deletion
+    /// validation is not run, and the result is the empty object with the deletion's
+    /// resourceVersion. For breaking glass only: the normal flow leaves it false.
+    pub expect_transform_or_decode_error: bool,
 }
 
 impl<T> Default for DeleteOptions<T> {
@@ -258,6 +267,7 @@ impl<T> Default for DeleteOptions<T> {
             preconditions: None,
             validate_deletion: None,
             cached_existing_object: None,
+            expect_transform_or_decode_error: false,
         }
     }
 }
@@ -270,6 +280,10 @@ impl<T> fmt::Debug for DeleteOptions<T> {
             .field(
                 "cached_existing_object",
                 &self.cached_existing_object.is_some(),
+            )
+            .field(
+                "expect_transform_or_decode_error",
+                &self.expect_transform_or_decode_error,
             )
             .finish()
     }

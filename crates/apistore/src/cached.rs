@@ -119,6 +119,13 @@ impl ApiStore {
                     .unwrap_or(false);
                 config.metrics = settings.metrics.clone();
                 let cacher = Cacher::new(store, config);
+                // kube 1.35's cacher hands its own keys to the store's size estimate (1.34
+                // estimates in the store itself; earlier kubes do not estimate).
+                if self.recipe.kube_version >= apistore_storage::KubeVersion::V1_35 {
+                    if let Err(err) = cacher.enable_size_estimation_with_cache_keys() {
+                        tracing::debug!(resource, error = %err, "size estimation not enabled");
+                    }
+                }
                 let mut cachers = settings
                     .cachers
                     .lock()

@@ -7,8 +7,8 @@ use std::io::Read;
 use std::path::Path;
 
 use apistore::{
-    ApiStore, DeleteOptions, DynamicObject, GetOptions, Preconditions, Storage, StorageError,
-    UpdateOptions,
+    ApiStore, DeleteOptions, DynamicObject, Etcd3Store, GetOptions, Preconditions, Storage,
+    StorageError, UpdateOptions,
 };
 
 use super::connect::resource_of;
@@ -104,20 +104,7 @@ pub(super) async fn delete(
     let format = global.format();
     let store = api.dynamic_store(&resource_of(api, global, key)?);
     if force {
-        let Some(entry) = store.raw_get(key, 0).await? else {
-            return Err(StorageError::not_found(store.prepare_key(key)?).into());
-        };
-        if dry_run {
-            eprintln!(
-                "would delete {key} (modRevision {}, {} bytes) without reading it",
-                entry.mod_revision,
-                entry.value.len()
-            );
-            return Ok(());
-        }
-        let revision = store.raw_delete(key, entry.mod_revision).await?;
-        eprintln!("deleted {key} without reading it, at revision {revision}");
-        return Ok(());
+        return delete_unreadable(&store, key, dry_run).await;
     }
     let preconditions = preconditions_of(preconditions);
     if dry_run {
@@ -131,6 +118,54 @@ pub(super) async fn delete(
         ..DeleteOptions::default()
     };
     print(format, &store.delete(key, options).await?)
+}
+
+/// `delete KEY --force`: the storage contract's unsafe deletion (kube's
+/// `ExpectTransformOrDecodeError`): only a value that cannot be decrypted or decoded is
+/// deleted, at the revision it was read at, without being read into an object; a
+/// readable value is refused (delete it without `--force`).
+async fn delete_unreadable(
+    store: &Etcd3Store<DynamicObject>,
+    key: &str,
+    dry_run: bool,
+) -> Result<(), CliError> {
+    let readable_refused = |err: StorageError| match err {
+        StorageError::InvalidObject { key, message } => StorageError::InvalidObject {
+            key,
+            message: format!("{message}; delete it without --force"),
+        },
+        other => other,
+    };
+    if dry_run {
+        let Some(entry) = store.raw_get(key, 0).await? else {
+            return Err(StorageError::not_found(store.prepare_key(key)?).into());
+        };
+        if store.get(key, &GetOptions::default()).await.is_ok() {
+            return Err(readable_refused(StorageError::InvalidObject {
+                key: store.prepare_key(key)?,
+                message:
+                    "unsafe deletion is not allowed because the object is decodable from storage"
+                        .to_owned(),
+            })
+            .into());
+        }
+        eprintln!(
+            "would delete {key} (modRevision {}, {} bytes) without reading it",
+            entry.mod_revision,
+            entry.value.len()
+        );
+        return Ok(());
+    }
+    let options = DeleteOptions {
+        expect_transform_or_decode_error: true,
+        ..DeleteOptions::default()
+    };
+    let deleted = store.delete(key, options).await.map_err(readable_refused)?;
+    eprintln!(
+        "deleted {key} without reading it, at revision {}",
+        deleted.metadata.resource_version
+    );
+    Ok(())
 }
 
 /// The conflict of an update whose file names a resourceVersion the stored object no

@@ -25,7 +25,7 @@ macro_rules! conformance_cases {
     };
 }
 
-/// The create, get, update, delete, count and key cases of `store_tests.go` (25).
+/// The create, get, update, delete, count and key cases of `store_tests.go` (28; three from v0.37).
 #[macro_export]
 macro_rules! store_conformance {
     ($backend:path) => {
@@ -38,6 +38,9 @@ macro_rules! store_conformance {
             run_test_conditional_delete => run_test_conditional_delete [Shared],
             run_test_delete_with_suggestion => run_test_delete_with_suggestion [Shared],
             run_test_delete_with_suggestion_and_conflict => run_test_delete_with_suggestion_and_conflict [Shared],
+            run_test_delete_expected_transform_or_decode_error => run_test_delete_expected_transform_or_decode_error [Shared],
+            run_test_delete_with_suggestion_and_missing_expected_transform_or_decode_error => run_test_delete_with_suggestion_and_missing_expected_transform_or_decode_error [Shared],
+            run_test_delete_with_conflict_and_missing_expected_transform_or_decode_error => run_test_delete_with_conflict_and_missing_expected_transform_or_decode_error [Shared],
             run_test_delete_with_conflict => run_test_delete_with_conflict [Shared],
             run_test_delete_with_suggestion_of_deleted_object => run_test_delete_with_suggestion_of_deleted_object [Shared],
             run_test_validate_deletion_with_suggestion => run_test_validate_deletion_with_suggestion [Shared],

@@ -36,6 +36,7 @@ mod lost_update;
 mod pod;
 mod tokens;
 mod transformer;
+mod unsafe_delete;
 mod update;
 mod watch;
 mod watch_errors;
@@ -62,6 +63,7 @@ pub use lost_update::*;
 pub use pod::{Pod, PodSpec};
 pub use tokens::*;
 pub use transformer::{PrefixTransformer, ReadHook};
+pub use unsafe_delete::*;
 pub use update::{
     run_test_guaranteed_update, run_test_guaranteed_update_checks_stored_data,
     run_test_guaranteed_update_with_conflict,
