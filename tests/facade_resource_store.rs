@@ -101,6 +101,13 @@ async fn exercise(store: &ResourceStore<ConfigMap>, backend: &str) {
 
     let listed = default.list(&ListOptions::default()).await.unwrap();
     assert_eq!(listed.items.len(), 1, "{backend}");
+    // The resource's prefix lists every object with the default options, as
+    // kube-rs's ListParams::default() does.
+    let all = store
+        .list("configmaps", &ListOptions::default())
+        .await
+        .unwrap();
+    assert_eq!(all.items.len(), 1, "{backend}");
 }
 
 #[tokio::test]

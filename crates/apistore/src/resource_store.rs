@@ -7,9 +7,11 @@
 //! etcd in production and in memory in a unit test, and [`StoreExt::namespaced`] gives
 //! the same namespaced view on all of them.
 //!
-//! A resource store is confined to its resource's key prefix, and checks on create that
-//! the object's name and namespace are the ones its key names: kube-apiserver's
-//! registry never stores an object under another object's key.
+//! A resource store is confined to its resource's key prefix, and checks on create and
+//! update that the object's name and namespace are the ones its key names:
+//! kube-apiserver's registry never stores an object under another object's key. A list
+//! or watch of the resource's prefix itself is recursive whatever the options say (no
+//! object lives at the prefix, so kube's exact-key read there is always empty).
 
 #[cfg(feature = "watch-cache")]
 use apistore_cacher::Cacher;
@@ -90,6 +92,18 @@ impl<T: ApiObject + Clone + Default + Send + Sync + 'static> ResourceStore<T> {
             Some((namespace, name)) if !name.contains('/') => Some((namespace, name)),
             Some(_) => None,
             None => Some(("", rest)),
+        }
+    }
+
+    /// `options`, made recursive when `key` is the resource's own prefix: no object
+    /// lives at the prefix itself, so a non-recursive read there (kube's exact-key
+    /// semantics) could only ever be empty, and a kube-rs user's
+    /// `ListParams::default()` means "all of them".
+    fn recursive_at_resource_prefix(&self, key: &str, options: &ListOptions) -> ListOptions {
+        let at_prefix = key.trim_matches('/') == self.resource_prefix().trim_matches('/');
+        ListOptions {
+            recursive: options.recursive || at_prefix,
+            ..options.clone()
         }
     }
 
@@ -190,11 +204,13 @@ impl<T: ApiObject + Clone + Default + Send + Sync + 'static> Storage for Resourc
     }
 
     async fn list(&self, key: &str, options: &ListOptions) -> Result<ObjectList<T>> {
-        each!(self, store => store.list(key, options).await)
+        let options = self.recursive_at_resource_prefix(key, options);
+        each!(self, store => store.list(key, &options).await)
     }
 
     async fn watch(&self, key: &str, options: &ListOptions) -> Result<WatchStream<T>> {
-        each!(self, store => store.watch(key, options).await)
+        let options = self.recursive_at_resource_prefix(key, options);
+        each!(self, store => store.watch(key, &options).await)
     }
 
     async fn count(&self, key: &str) -> Result<i64> {
