@@ -7,8 +7,15 @@ use serde::Serialize;
 use crate::args::OutputFormat;
 use crate::error::CliError;
 
-/// Prints a value in the chosen format on stdout.
+/// Prints a value in the chosen format on stdout; a page of a list cut short also
+/// prints its continue token on stderr, whatever the format, so that a script reading
+/// `-o name` or `-o yaml` learns that there is more.
 pub(crate) fn print<T: Serialize>(format: OutputFormat, value: &T) -> Result<(), CliError> {
+    if format != OutputFormat::Table {
+        // The table prints it itself, from the value it already has.
+        let value = serde_json::to_value(value).map_err(|e| CliError::Output(e.to_string()))?;
+        page_on_stderr(&value);
+    }
     let text = match format {
         OutputFormat::Json => {
             let mut text =
@@ -81,7 +88,7 @@ pub(crate) fn name_of(object: &serde_json::Value) -> String {
 }
 
 /// For a page of a list, the continue token and how many items remain, on stderr
-/// (stdout keeps the table alone).
+/// (stdout keeps the output alone), the same lines for every format.
 fn page_on_stderr(value: &serde_json::Value) {
     let metadata = value.get("metadata");
     let token = metadata

@@ -800,3 +800,56 @@ async fn an_empty_list_of_a_resource_kube_does_not_know_warns() {
         );
     }
 }
+
+#[tokio::test]
+async fn a_list_cut_short_prints_its_continue_token_for_every_format() {
+    let f = Fixture::new("cli-continue-every-format");
+    for name in ["cm1", "cm2", "cm3"] {
+        f.create(
+            &format!("configmaps/default/{name}"),
+            &CM1.replace("\"cm1\"", &format!("\"{name}\"")),
+        );
+    }
+    for format in ["json", "yaml", "name", "table"] {
+        let out = f.run(&["-o", format, "list", "configmaps", "--limit", "2"]);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "-o {format}: {stderr}");
+        let tokens: Vec<&str> = stderr
+            .lines()
+            .filter_map(|line| line.strip_prefix("continue: "))
+            .collect();
+        assert_eq!(tokens.len(), 1, "-o {format}: {stderr}");
+        assert!(!tokens[0].is_empty(), "-o {format}: {stderr}");
+        assert!(stderr.contains("remaining: 1"), "-o {format}: {stderr}");
+        // The token from stderr gives the rest.
+        let rest = f.ok(&[
+            "-o",
+            "name",
+            "list",
+            "configmaps",
+            "--limit",
+            "2",
+            "--continue",
+            tokens[0],
+        ]);
+        assert_eq!(rest, "configmap/cm3\n", "-o {format}");
+    }
+    // A whole list says nothing on stderr; --all follows the tokens to the end.
+    let out = f.run(&["-o", "name", "list", "configmaps", "--limit", "1", "--all"]);
+    assert!(out.status.success());
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        "configmap/cm1\nconfigmap/cm2\nconfigmap/cm3\n"
+    );
+    assert!(
+        out.stderr.is_empty(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let out = f.run(&["-o", "json", "list", "configmaps"]);
+    assert!(
+        out.stderr.is_empty(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
