@@ -10,7 +10,7 @@ use std::sync::Arc;
 
 use apistore_storage::{KubeVersion, Result, StorageError, key_prefix::within};
 
-use crate::key::{path_prefix, prepare_key};
+use crate::key::{as_directory, path_prefix, prepare_key};
 
 /// The configuration every backend's store of one resource takes.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -93,6 +93,15 @@ impl KeyScope {
             });
         }
         prepare_key(&self.path_prefix, key)
+    }
+
+    /// The stored key of the resource prefix as a directory (`/registry/pods/`): where
+    /// every object of the store lies, for counts and stats over all of them.
+    pub fn resource_directory(&self) -> Result<String> {
+        Ok(as_directory(prepare_key(
+            &self.path_prefix,
+            &self.resource_prefix,
+        )?))
     }
 
     /// The normalised path prefix every key is joined to (`/registry/`).

@@ -16,7 +16,7 @@
 
 use std::sync::Arc;
 
-use apistore_backend::key::{as_directory, prefix_range_end, prepare_key};
+use apistore_backend::key::{prefix_range_end, prepare_key};
 use apistore_storage::{ApiObject, KeysFn, KubeVersion, Result, Stats, StorageError};
 use etcd_client::GetOptions as EtcdGetOptions;
 
@@ -29,12 +29,9 @@ impl<T> Etcd3Store<T>
 where
     T: ApiObject + Clone + Default + Send + Sync + 'static,
 {
-    /// The etcd key of the resource prefix as a directory (`/registry/pods/`).
+    /// The stored key of the resource prefix as a directory (`/registry/pods/`).
     fn resource_directory(&self) -> Result<String> {
-        Ok(as_directory(prepare_key(
-            self.path_prefix(),
-            self.resource_prefix(),
-        )?))
+        self.scope.resource_directory()
     }
 
     /// The size estimator of this store's resource, if estimation is on; at kube 1.34

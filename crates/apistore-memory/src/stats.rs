@@ -11,7 +11,6 @@
 
 use std::sync::PoisonError;
 
-use apistore_backend::key::{as_directory, prepare_key};
 use apistore_storage::{ApiObject, KeysFn, Result, Stats, StorageError};
 
 use crate::mvcc::Keys;
@@ -23,10 +22,7 @@ where
 {
     /// The stored key of the resource prefix as a directory (`/registry/pods/`).
     fn resource_directory(&self) -> Result<String> {
-        Ok(as_directory(prepare_key(
-            self.path_prefix(),
-            self.resource_prefix(),
-        )?))
+        self.scope.resource_directory()
     }
 
     fn estimates_sizes(&self, directory: &str) -> bool {
