@@ -51,6 +51,7 @@ mod pods;
 mod raw;
 mod report;
 mod settings;
+mod side_by_side;
 mod stats;
 mod telemetry;
 mod watch;
@@ -229,7 +230,7 @@ async fn run_kube(
     bench: &Bench,
     endpoint: &str,
     notes: &mut Vec<String>,
-) -> Result<Option<kube::SideBySide>> {
+) -> Result<Option<side_by_side::SideBySide>> {
     if !kube::selected(&bench.settings) {
         return Ok(None);
     }

@@ -89,7 +89,7 @@ pub(crate) struct Report {
     /// Extra lines worth knowing (spans exported, skipped parts).
     pub(crate) notes: Vec<String>,
     /// The kube section's side-by-side table, when it ran.
-    pub(crate) side_by_side: Option<crate::kube::SideBySide>,
+    pub(crate) side_by_side: Option<crate::side_by_side::SideBySide>,
 }
 
 impl Report {

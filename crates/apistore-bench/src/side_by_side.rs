@@ -1,0 +1,233 @@
+//! The kube section's table: each workload's figures per round on three sides
+//! (apistore, kube's Go storage layer, raw etcd-client), the medians, the median of
+//! the per-round ratios apistore ÷ kube and the issue's goal for it, in markdown.
+
+use std::fmt::Write as _;
+
+use crate::report::format_value;
+use crate::stats::{Metric, Unit, median};
+
+/// The three sides, in the order each round runs them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Side {
+    Apistore,
+    Kube,
+    Raw,
+}
+
+impl Side {
+    /// The `--arm` index that selects this side alone.
+    pub(crate) fn arm(self) -> usize {
+        match self {
+            Self::Apistore => 0,
+            Self::Raw => 1,
+            Self::Kube => 2,
+        }
+    }
+}
+
+/// One figure of a workload: its values per round on each side.
+#[derive(Debug, Clone)]
+struct Figure {
+    metric: Metric,
+    raw: Vec<f64>,
+    higher_is_better: bool,
+    /// The issue's goal for apistore ÷ kube, if it sets one.
+    goal: Option<f64>,
+}
+
+/// One workload's figures.
+#[derive(Debug, Clone)]
+pub(crate) struct Row {
+    workload: String,
+    figures: Vec<Figure>,
+}
+
+/// What the section measured, for the report.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct SideBySide {
+    /// One row per workload, in run order.
+    pub(crate) rows: Vec<Row>,
+    /// Lines worth knowing (data sizes, what did not run).
+    pub(crate) notes: Vec<String>,
+}
+
+/// The spec of one figure: heading, unit, direction, goal.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Spec {
+    name: &'static str,
+    unit: Unit,
+    higher_is_better: bool,
+    goal: Option<f64>,
+}
+
+/// A figure: its heading, unit, which way is better, and the goal for apistore ÷ kube.
+pub(crate) const fn spec(
+    name: &'static str,
+    unit: Unit,
+    higher_is_better: bool,
+    goal: Option<f64>,
+) -> Spec {
+    Spec {
+        name,
+        unit,
+        higher_is_better,
+        goal,
+    }
+}
+
+/// Collects a workload's per-round values, side by side.
+pub(crate) struct Collector {
+    specs: Vec<Spec>,
+    values: [Vec<Vec<f64>>; 3],
+}
+
+impl Collector {
+    /// No rounds yet, for these figures.
+    pub(crate) fn new(specs: &[Spec]) -> Self {
+        let empty = || vec![Vec::new(); specs.len()];
+        Self {
+            specs: specs.to_vec(),
+            values: [empty(), empty(), empty()],
+        }
+    }
+
+    /// One side's figures of one round, in the order of the specs.
+    pub(crate) fn push(&mut self, side: Side, round: Vec<f64>) {
+        let index = match side {
+            Side::Apistore => 0,
+            Side::Kube => 1,
+            Side::Raw => 2,
+        };
+        for (values, value) in self.values[index].iter_mut().zip(round) {
+            values.push(value);
+        }
+    }
+
+    /// The workload's row.
+    pub(crate) fn row(self, workload: String) -> Row {
+        let [a, b, raw] = self.values;
+        let figures = self
+            .specs
+            .iter()
+            .zip(a.into_iter().zip(b).zip(raw))
+            .map(|(spec, ((a, b), raw))| Figure {
+                metric: Metric::new(spec.name, spec.unit, a, b),
+                raw,
+                higher_is_better: spec.higher_is_better,
+                goal: spec.goal,
+            })
+            .collect();
+        Row { workload, figures }
+    }
+}
+
+impl SideBySide {
+    /// The side-by-side table, in markdown.
+    pub(crate) fn markdown(&self) -> String {
+        let mut out = String::new();
+        let _ = writeln!(
+            out,
+            "\n### Side by side: apistore, kube-apiserver's storage layer (Go), raw etcd-client\n\n\
+             The same workloads, the same realistic Pods stored as kube's protobuf, the same etcd, \
+             one run: per round apistore, then k8s.io/apiserver v0.37.2's etcd3 store (Go, \
+             interop/gobench), then raw etcd-client (the same etcd requests, no codec). Figures \
+             are medians over the rounds; apistore ÷ kube is the median of the per-round ratios \
+             (range in brackets). For times and bytes below 1.0 is apistore ahead; for rates \
+             above 1.0 is. Client CPU is each side's own process (apistore and raw: the bench \
+             process; kube: the Go process).\n"
+        );
+        let _ = writeln!(
+            out,
+            "| workload | figure | apistore | kube (Go) | raw etcd-client | apistore ÷ kube | goal |"
+        );
+        let _ = writeln!(out, "|---|---|--:|--:|--:|--:|---|");
+        for row in &self.rows {
+            for figure in &row.figures {
+                let metric = &figure.metric;
+                let cell = |values: &[f64]| {
+                    if values.is_empty() {
+                        "—".to_owned()
+                    } else {
+                        format_value(metric.unit, median(values), false)
+                    }
+                };
+                let ratio = if metric.a.is_empty() || metric.b.is_empty() {
+                    "—".to_owned()
+                } else {
+                    let (lo, hi) = metric.ratio_range();
+                    format!("{:.2} ({lo:.2}–{hi:.2})", metric.ratio())
+                };
+                let goal = match figure.goal {
+                    None => String::new(),
+                    Some(goal) if metric.a.is_empty() || metric.b.is_empty() => {
+                        format!(
+                            "{} {goal}",
+                            if figure.higher_is_better {
+                                "≥"
+                            } else {
+                                "≤"
+                            }
+                        )
+                    }
+                    Some(goal) => {
+                        let ratio = metric.ratio();
+                        let met = if figure.higher_is_better {
+                            ratio >= goal
+                        } else {
+                            ratio <= goal
+                        };
+                        format!(
+                            "{} {goal}: {}",
+                            if figure.higher_is_better {
+                                "≥"
+                            } else {
+                                "≤"
+                            },
+                            if met { "PASS" } else { "MISS" }
+                        )
+                    }
+                };
+                let _ = writeln!(
+                    out,
+                    "| {} | {} | {} | {} | {} | {ratio} | {goal} |",
+                    row.workload,
+                    metric.name,
+                    cell(&metric.a),
+                    cell(&metric.b),
+                    cell(&figure.raw),
+                );
+            }
+        }
+        for note in &self.notes {
+            let _ = writeln!(out, "\n- {note}");
+        }
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_table_has_a_line_per_figure_with_the_ratio() {
+        let mut collector = Collector::new(&[
+            spec("time/list", Unit::Seconds, false, Some(0.9)),
+            spec("list-objs/s", Unit::PerSec, true, Some(1.0)),
+        ]);
+        collector.push(Side::Apistore, vec![0.5, 2000.0]);
+        collector.push(Side::Kube, vec![1.0, 1000.0]);
+        collector.push(Side::Raw, vec![0.1]);
+        let table = SideBySide {
+            rows: vec![collector.row("kube list whole".to_owned())],
+            notes: vec![],
+        }
+        .markdown();
+        assert!(table.contains("| kube list whole | time/list | 500.00 ms | 1.00 s | 100.00 ms | 0.50 (0.50–0.50) | ≤ 0.9: PASS |"), "{table}");
+        assert!(
+            table.contains("| list-objs/s | 2,000 | 1,000 | — | 2.00 (2.00–2.00) | ≥ 1: PASS |"),
+            "{table}"
+        );
+    }
+}
