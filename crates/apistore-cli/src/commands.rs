@@ -86,6 +86,9 @@ async fn run_command(
             ));
         }
     }
+    // Online and offline alike: the layout is the kube version's either way.
+    let layout = apistore::StorageLayout::for_kube(connect::kube_version(global)?);
+    let command = crate::keys::normalize(command, layout, global);
     if let Some(path) = &global.snapshot {
         return run_offline(command, global, path).await;
     }

@@ -7,6 +7,7 @@ mod diff;
 mod error;
 mod fields;
 mod history;
+mod keys;
 mod kms;
 mod layers;
 mod object;

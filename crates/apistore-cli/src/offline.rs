@@ -61,7 +61,7 @@ impl Offline {
         self.layout
             .resolve_key(key)
             .map(|layout| layout.group_resource.to_string())
-            .map_err(|e| CliError::Key(e.to_string()))
+            .map_err(|e| crate::keys::key_error(self.layout, key, &e))
     }
 
     /// The value transformer of a resource: the configuration's providers, or identity.

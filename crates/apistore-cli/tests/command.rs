@@ -853,3 +853,66 @@ async fn a_list_cut_short_prints_its_continue_token_for_every_format() {
         String::from_utf8_lossy(&out.stderr)
     );
 }
+
+#[tokio::test]
+async fn keys_pasted_from_etcdctl_and_kubectl_names_reach_their_resource() {
+    let f = Fixture::new("cli-pasted-keys");
+    f.create("configmaps/default/cm1", CM1);
+    f.create("deployments/default/d1", DEPLOYMENT);
+    let full = format!("{}/configmaps/default/cm1", f.prefix);
+    let name = |args: &[&str]| f.ok(&[&["-o", "name"], args].concat());
+
+    // The store prefix as etcdctl prints it, for every command taking a key.
+    assert_eq!(name(&["get", &full]), "configmap/cm1\n");
+    assert_eq!(
+        name(&["list", &format!("{}/configmaps", f.prefix)]),
+        "configmap/cm1\n"
+    );
+    assert_eq!(
+        f.ok(&["count", &format!("{}/configmaps/default", f.prefix)]),
+        "1\n"
+    );
+    assert_eq!(
+        f.ok(&["-o", "name", "keys", &format!("{}/configmaps", f.prefix)]),
+        f.ok(&["-o", "name", "keys", "configmaps"]),
+    );
+    assert_eq!(
+        f.ok(&["-o", "name", "keys", &format!("{}/configmaps", f.prefix)]),
+        "configmaps/default/cm1\n"
+    );
+    assert_eq!(
+        f.ok(&["-o", "name", "keys", &f.prefix]),
+        f.ok(&["-o", "name", "keys"]),
+    );
+
+    // kubectl's short names and singulars.
+    for key in ["cm/default/cm1", "configmap/default/cm1"] {
+        assert_eq!(name(&["get", key]), "configmap/cm1\n", "{key}");
+    }
+    assert_eq!(name(&["list", "cm"]), "configmap/cm1\n");
+    assert_eq!(name(&["get", "deploy/default/d1"]), "deployment.apps/d1\n");
+    assert_eq!(
+        name(&["get", "deployment.apps/default/d1"]),
+        "deployment.apps/d1\n"
+    );
+    let file = f.file("cm2.json", &CM1.replace("\"cm1\"", "\"cm2\""));
+    f.ok(&["create", "cm/default/cm2", "-f", file.to_str().unwrap()]);
+    assert!(f.stored("configmaps/default/cm2").await.is_some());
+    f.ok(&["delete", &format!("{}/configmaps/default/cm2", f.prefix)]);
+    assert!(f.stored("configmaps/default/cm2").await.is_none());
+
+    // A near miss names the resource meant, with the key spelt so.
+    fails_with(
+        &f,
+        &["get", "configmapz/default/cm1"],
+        2,
+        "did you mean \"configmaps\" (configmaps/default/cm1)?",
+    );
+    // Nothing close: the --resource advice as before.
+    fails_with(
+        &f,
+        &["get", "zzzzzzzzzzzz/default/cm1"],
+        2,
+        "--resource GROUP_RESOURCE",
+    );
+}

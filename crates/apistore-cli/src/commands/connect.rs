@@ -153,7 +153,7 @@ pub(crate) fn resource_of(
     api.layout()
         .resolve_key(key)
         .map(|layout| layout.group_resource.to_string())
-        .map_err(|e| CliError::Key(e.to_string()))
+        .map_err(|e| crate::keys::key_error(api.layout(), key, &e))
 }
 
 /// A store that reads any key under the prefix, for `keys` (which need not name a

@@ -1,0 +1,201 @@
+//! Keys as people paste them: a full etcd key as `etcdctl get --prefix --keys-only`
+//! prints it (`/registry/configmaps/default/cm1`, the store prefix stripped), and a
+//! first segment in kubectl's words (`cm`, `configmap`, `deploy`, `nodes` for kube's
+//! `minions`) put where kube's storage layout keeps the resource. A first segment the
+//! layout does not know gets the closest resource it does as a suggestion. The names
+//! themselves are the layout crate's (`StorageLayout::canonical_name`, `closest`).
+
+use apistore::{LayoutError, StorageLayout};
+
+use crate::args::{Command, EncryptionCommand, GlobalArgs};
+use crate::error::CliError;
+
+/// `key` relative to the store prefix: `prefix/rest` is `rest`, the prefix itself is
+/// the empty key (everything); any other key is already relative.
+pub(crate) fn strip_store_prefix(prefix: &str, key: &str) -> String {
+    let prefix = prefix.trim_end_matches('/');
+    if prefix.is_empty() {
+        return key.to_owned();
+    }
+    if key.trim_end_matches('/') == prefix {
+        return String::new();
+    }
+    match key
+        .strip_prefix(prefix)
+        .and_then(|rest| rest.strip_prefix('/'))
+    {
+        Some(rest) => rest.to_owned(),
+        None => key.to_owned(),
+    }
+}
+
+/// A key naming a resource, as the store takes it: the prefix stripped and, unless
+/// `--resource` places the key, a first segment in kubectl's words replaced by the
+/// resource's key prefix (`cm/default/cm1` is `configmaps/default/cm1`). A key the
+/// layout places as a built-in is left as it is (`services/endpoints/...` is
+/// endpoints); so is one nothing better is known for (the store's error names it).
+pub(crate) fn resource_key(layout: StorageLayout, global: &GlobalArgs, key: &str) -> String {
+    let key = strip_store_prefix(&global.prefix, key);
+    if global.resource.is_some() {
+        return key;
+    }
+    let placed = layout.resolve_key(&key);
+    if placed.as_ref().is_ok_and(|l| l.built_in.is_some()) {
+        return key;
+    }
+    // Either unknown or laid out as a custom resource: `deployment.apps/default/d1`
+    // looks like a custom resource of the group `deployment.apps`, but is a singular.
+    let (first, rest) = key.split_once('/').unwrap_or((key.as_str(), ""));
+    let Some(canonical) = layout.canonical_name(first) else {
+        return key;
+    };
+    let key_prefix = layout.resource(&canonical).key_prefix;
+    if rest.is_empty() {
+        key_prefix
+    } else {
+        format!("{key_prefix}/{rest}")
+    }
+}
+
+/// The error for a key the layout cannot place: for a first segment close to a
+/// resource the layout knows, which one was probably meant, with the key spelt so.
+pub(crate) fn key_error(layout: StorageLayout, key: &str, err: &LayoutError) -> CliError {
+    if let LayoutError::UnknownKey { .. } = err {
+        let (first, rest) = key.split_once('/').unwrap_or((key, ""));
+        if let Some(known) = layout.closest(first) {
+            let key_prefix = layout.resource(&known).key_prefix;
+            let spelt = if rest.is_empty() {
+                key_prefix
+            } else {
+                format!("{key_prefix}/{rest}")
+            };
+            return CliError::Key(format!(
+                "key {key:?}: {first:?} is no resource of kube's storage layout: did you mean \
+                 {known:?} ({spelt})? For a resource kube does not know, name it with \
+                 --resource GROUP_RESOURCE"
+            ));
+        }
+    }
+    CliError::Key(err.to_string())
+}
+
+/// `command` with every key and prefix it takes as the store takes them: resource keys
+/// through [`resource_key`], the raw prefixes of `keys` and `analyze` (any key, not
+/// only a resource's) with the store prefix stripped only.
+pub(crate) fn normalize(command: Command, layout: StorageLayout, global: &GlobalArgs) -> Command {
+    let key = |key: String| resource_key(layout, global, &key);
+    let raw = |key: Option<String>| key.map(|k| strip_store_prefix(&global.prefix, &k));
+    match command {
+        Command::Create {
+            key: k,
+            file,
+            dry_run,
+        } => Command::Create {
+            key: key(k),
+            file,
+            dry_run,
+        },
+        Command::Get {
+            key: k,
+            resource_version,
+            exact,
+            raw,
+            raw_out,
+        } => Command::Get {
+            key: key(k),
+            resource_version,
+            exact,
+            raw,
+            raw_out,
+        },
+        Command::Keys {
+            key_prefix,
+            revision,
+        } => Command::Keys {
+            key_prefix: raw(key_prefix),
+            revision,
+        },
+        Command::Update {
+            key: k,
+            file,
+            preconditions,
+            dry_run,
+        } => Command::Update {
+            key: key(k),
+            file,
+            preconditions,
+            dry_run,
+        },
+        Command::Delete {
+            key: k,
+            preconditions,
+            dry_run,
+            force,
+        } => Command::Delete {
+            key: key(k),
+            preconditions,
+            dry_run,
+            force,
+        },
+        Command::Count { key_prefix } => Command::Count {
+            key_prefix: key(key_prefix),
+        },
+        Command::History { key: k } => Command::History { key: key(k) },
+        Command::Analyze(mut args) => {
+            args.key_prefix = raw(args.key_prefix);
+            Command::Analyze(args)
+        }
+        Command::Restore(mut args) => {
+            args.keys = args.keys.into_iter().map(key).collect();
+            Command::Restore(args)
+        }
+        Command::List(mut args) => {
+            args.key_prefix = key(args.key_prefix);
+            Command::List(args)
+        }
+        Command::Watch(mut args) => {
+            args.key_prefix = key(args.key_prefix);
+            Command::Watch(args)
+        }
+        Command::Encryption(EncryptionCommand::Rewrite {
+            key_prefix,
+            concurrency,
+            dry_run,
+            skip_undecodable,
+        }) => Command::Encryption(EncryptionCommand::Rewrite {
+            key_prefix: key(key_prefix),
+            concurrency,
+            dry_run,
+            skip_undecodable,
+        }),
+        Command::Completions { shell } => Command::Completions { shell },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_store_prefix_is_stripped() {
+        for (prefix, key, want) in [
+            (
+                "/registry",
+                "/registry/configmaps/default/cm1",
+                "configmaps/default/cm1",
+            ),
+            ("/registry/", "/registry/secrets", "secrets"),
+            ("/registry", "/registry", ""),
+            ("/registry", "/registry/", ""),
+            (
+                "/registry",
+                "configmaps/default/cm1",
+                "configmaps/default/cm1",
+            ),
+            ("/registry", "/registryx/a", "/registryx/a"),
+            ("/other", "/registry/secrets", "/registry/secrets"),
+        ] {
+            assert_eq!(strip_store_prefix(prefix, key), want, "{prefix} {key}");
+        }
+    }
+}
