@@ -168,8 +168,9 @@ pub(crate) enum Command {
         /// Read the object as it was at exactly --rv (it must not be compacted yet).
         #[arg(long, requires = "resource_version")]
         exact: bool,
-        /// Print the stored bytes, neither decrypted nor decoded, escaped (printable
-        /// ASCII as is, other bytes as `\xNN`), on one line.
+        /// Print the stored bytes, neither decrypted nor decoded: a value that is
+        /// printable UTF-8 text (a JSON value) as it is, so that `| jq` reads it; any
+        /// other escaped on one line (printable ASCII as is, other bytes as `\xNN`).
         #[arg(long)]
         raw: bool,
         /// Write the stored bytes, as they are, to FILE (`-o` does not apply).

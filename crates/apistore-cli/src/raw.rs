@@ -138,15 +138,28 @@ pub(crate) fn print_key_rows(
     }
 }
 
-/// Prints a stored value escaped on one line, or writes it as it is to `path`.
+/// A value that is UTF-8 text without control characters but newlines and tabs (a
+/// JSON or YAML value), as text: printed as it is, so that `get --raw | jq` reads it.
+pub(crate) fn printable(value: &[u8]) -> Option<&str> {
+    let text = std::str::from_utf8(value).ok()?;
+    text.chars()
+        .all(|c| !c.is_control() || c == '\n' || c == '\t')
+        .then_some(text)
+}
+
+/// Prints a stored value (as it is when [`printable`], else escaped on one line), or
+/// writes it as it is to `path`.
 pub(crate) fn print_raw(value: &[u8], out: Option<&std::path::Path>) -> Result<(), CliError> {
     match out {
         Some(path) => std::fs::write(path, value).map_err(|e| {
             CliError::Output(format!("cannot write the value to {}: {e}", path.display()))
         }),
         None => {
-            let mut line = escape(value);
-            line.push('\n');
+            let mut line = printable(value).map_or_else(|| escape(value), str::to_owned);
+            // One newline at the end, as a line printed; a value ending in one has it.
+            if !line.ends_with('\n') {
+                line.push('\n');
+            }
             let mut stdout = std::io::stdout().lock();
             stdout
                 .write_all(line.as_bytes())
@@ -167,6 +180,17 @@ mod tests {
         assert_eq!(encoding(b"k8s\x00\x0a\x02v1"), "protobuf");
         assert_eq!(encoding(b"{\"kind\":\"Secret\"}"), "json");
         assert_eq!(encoding(b"\x00\x01 garbage"), "unknown");
+    }
+
+    #[test]
+    fn printable_text_is_kept_and_anything_else_escaped() {
+        assert_eq!(
+            printable(b"{\"a\": \"\xc3\xa9\"}\n"),
+            Some("{\"a\": \"\u{e9}\"}\n")
+        );
+        assert_eq!(printable(b"k8s\x00\x0a"), None);
+        assert_eq!(printable(b"\xff{}"), None);
+        assert_eq!(printable(b"a\x1b[31m"), None);
     }
 
     #[test]

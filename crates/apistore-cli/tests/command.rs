@@ -916,3 +916,31 @@ async fn keys_pasted_from_etcdctl_and_kubectl_names_reach_their_resource() {
         "--resource GROUP_RESOURCE",
     );
 }
+
+#[tokio::test]
+async fn get_raw_prints_a_json_value_as_it_is_for_jq() {
+    let f = Fixture::new("cli-get-raw-json");
+    f.create("example.com/widgets/default/w1", WIDGET);
+    let (stored, _) = f.raw("example.com/widgets/default/w1").await;
+    let raw = f.ok(&["get", "example.com/widgets/default/w1", "--raw"]);
+    assert!(!raw.contains("\\\""), "no escaped quotes: {raw}");
+    assert_eq!(raw.trim_end().as_bytes(), stored.trim_ascii_end());
+    let value: serde_json::Value = serde_json::from_str(&raw).unwrap();
+    assert_eq!(value["spec"]["size"], 3);
+    // Text with a control character, and bytes that are not UTF-8: escaped, one line.
+    f.put_raw(
+        "example.com/widgets/default/w2",
+        b"{\"a\":\"\x1b[31m\"}".to_vec(),
+    )
+    .await;
+    assert_eq!(
+        f.ok(&["get", "example.com/widgets/default/w2", "--raw"]),
+        "{\\\"a\\\":\\\"\\x1b[31m\\\"}\n"
+    );
+    f.put_raw("example.com/widgets/default/w3", b"\xff\xfe{}".to_vec())
+        .await;
+    assert_eq!(
+        f.ok(&["get", "example.com/widgets/default/w3", "--raw"]),
+        "\\xff\\xfe{}\n"
+    );
+}
