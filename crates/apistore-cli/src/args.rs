@@ -2,6 +2,7 @@
 
 use std::path::PathBuf;
 
+use clap::builder::TypedValueParser as _;
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
 /// Read, write, list and watch Kubernetes-style API objects in etcd, exactly as
@@ -312,8 +313,13 @@ pub(crate) struct ListArgs {
     /// The resourceVersion to list at.
     #[arg(long = "rv")]
     pub(crate) resource_version: Option<String>,
-    /// How the resourceVersion is matched.
-    #[arg(long = "rv-match", value_parser = ["Exact", "NotOlderThan"])]
+    /// How the resourceVersion is matched (in any case: `exact` is `Exact`).
+    #[arg(
+        long = "rv-match",
+        ignore_case = true,
+        value_parser = clap::builder::PossibleValuesParser::new(["Exact", "NotOlderThan"])
+            .map(|text| rv_match_as_kube_spells_it(&text))
+    )]
     pub(crate) resource_version_match: Option<String>,
     /// A label selector, e.g. `app=web,tier!=db`.
     #[arg(short = 'l', long = "selector")]
@@ -328,6 +334,18 @@ pub(crate) struct ListArgs {
     /// stderr, instead of failing (selectors apply; paging does not).
     #[arg(long)]
     pub(crate) skip_undecodable: bool,
+}
+
+/// `--rv-match` as kube spells it: clap has already checked it in any case, and
+/// kube's parser takes only `Exact` and `NotOlderThan`.
+fn rv_match_as_kube_spells_it(text: &str) -> String {
+    if text.eq_ignore_ascii_case("exact") {
+        "Exact".to_owned()
+    } else if text.eq_ignore_ascii_case("notolderthan") {
+        "NotOlderThan".to_owned()
+    } else {
+        text.to_owned()
+    }
 }
 
 /// The flags of `analyze`.

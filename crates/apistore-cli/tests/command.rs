@@ -944,3 +944,46 @@ async fn get_raw_prints_a_json_value_as_it_is_for_jq() {
         "\\xff\\xfe{}\n"
     );
 }
+
+#[tokio::test]
+async fn rv_match_is_taken_in_any_case() {
+    let f = Fixture::new("cli-rv-match-case");
+    f.create("configmaps/default/cm1", CM1);
+    let (_, revision) = f.raw("configmaps/default/cm1").await;
+    let revision = revision.to_string();
+    for spelling in ["Exact", "exact", "EXACT"] {
+        let list: serde_json::Value = serde_json::from_str(&f.ok(&[
+            "-o",
+            "json",
+            "list",
+            "configmaps",
+            "--rv",
+            &revision,
+            "--rv-match",
+            spelling,
+        ]))
+        .unwrap();
+        assert_eq!(list["metadata"]["resourceVersion"], revision.as_str());
+        assert_eq!(list["items"].as_array().unwrap().len(), 1, "{spelling}");
+    }
+    for spelling in ["NotOlderThan", "notolderthan", "notOlderThan"] {
+        let out = f.ok(&[
+            "-o",
+            "name",
+            "list",
+            "configmaps",
+            "--rv",
+            &revision,
+            "--rv-match",
+            spelling,
+        ]);
+        assert_eq!(out, "configmap/cm1\n", "{spelling}");
+    }
+    let out = f.run(&["list", "configmaps", "--rv", "1", "--rv-match", "newest"]);
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("Exact") && stderr.contains("NotOlderThan"),
+        "{stderr}"
+    );
+}
