@@ -434,8 +434,9 @@ pub(crate) enum EncryptionCommand {
     /// compare-and-swap so that a concurrent writer is never overwritten. Run it after
     /// rotating keys. Works on the stored bytes without decoding them; a value already
     /// under the write key is never written. Needs --encryption-config. Prints a summary
-    /// (scanned, rewritten, skipped, failed; `-o json`: one JSON object); exits 1 if any
-    /// value failed.
+    /// (scanned, rewritten, skipped, failed; `would rewrite` for rewritten in a dry run;
+    /// `-o json`: one JSON object, with `"dryRun": true` and `wouldRewrite` in a dry
+    /// run); exits 1 if any value failed.
     #[command(
         after_help = "Example:\n  apistore --encryption-config enc.yaml encryption rewrite secrets"
     )]

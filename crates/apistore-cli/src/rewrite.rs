@@ -10,7 +10,8 @@ use crate::error::CliError;
 
 /// Rewrites stale values of `resource` under `prefix`, printing progress on a terminal,
 /// each stale key on stderr for a dry run, and the summary on stdout (`scanned`,
-/// `rewritten`, `skipped`, `failed`: YAML lines, or one JSON object with `-o json`);
+/// `rewritten` (`would rewrite` for a dry run), `skipped`, `failed`: YAML lines, or one
+/// JSON object with `-o json`, where a dry run adds `dryRun` and `wouldRewrite`);
 /// fails if any value failed. With `skip_undecodable`, a value that cannot be decrypted
 /// (the store's internal error) is named on stderr and counted as skipped instead.
 pub(crate) async fn rewrite(
@@ -54,19 +55,33 @@ pub(crate) async fn rewrite(
     }
     let (skipped, failed) = (skipped.len(), failed.len());
     let text = match format {
-        OutputFormat::Json => format!(
-            "{}\n",
-            serde_json::json!({
+        OutputFormat::Json => {
+            let mut json = serde_json::json!({
                 "scanned": summary.scanned,
                 "rewritten": summary.rewritten,
                 "skipped": skipped,
                 "failed": failed,
-            })
-        ),
-        OutputFormat::Yaml | OutputFormat::Table | OutputFormat::Name => format!(
-            "scanned: {}\nrewritten: {}\nskipped: {skipped}\nfailed: {failed}\n",
-            summary.scanned, summary.rewritten
-        ),
+            });
+            // `rewritten` stays for the scripts that read it; a dry run says it is one
+            // and that nothing was written.
+            if options.dry_run {
+                json["dryRun"] = true.into();
+                json["wouldRewrite"] = summary.rewritten.into();
+            }
+            format!("{json}\n")
+        }
+        OutputFormat::Yaml | OutputFormat::Table | OutputFormat::Name => {
+            // A dry run wrote nothing: "rewritten" would say it had.
+            let done = if options.dry_run {
+                "would rewrite"
+            } else {
+                "rewritten"
+            };
+            format!(
+                "scanned: {}\n{done}: {}\nskipped: {skipped}\nfailed: {failed}\n",
+                summary.scanned, summary.rewritten
+            )
+        }
     };
     let mut stdout = std::io::stdout().lock();
     stdout

@@ -210,7 +210,22 @@ async fn rewrite_touches_only_stale_values_and_never_decodes() {
     assert_eq!(code, Some(0), "{stderr}");
     assert_eq!(
         summary,
-        serde_json::json!({"scanned": 3, "rewritten": 2, "skipped": 0, "failed": 0})
+        serde_json::json!({"scanned": 3, "rewritten": 2, "skipped": 0, "failed": 0,
+                           "dryRun": true, "wouldRewrite": 2})
+    );
+    // Without -o json, the summary says "would", not that anything was rewritten.
+    let out = f.run(&[
+        "--encryption-config",
+        rotated,
+        "encryption",
+        "rewrite",
+        "secrets",
+        "--dry-run",
+    ]);
+    assert_eq!(out.status.code(), Some(0));
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        "scanned: 3\nwould rewrite: 2\nskipped: 0\nfailed: 0\n"
     );
     assert!(
         stderr.contains("would rewrite secrets/default/s1"),
