@@ -401,6 +401,10 @@ pub(crate) struct WatchArgs {
     /// first, as ADDED events, then the changes.
     #[arg(long = "rv")]
     pub(crate) resource_version: Option<String>,
+    /// Start at the current revision: only the changes from now on, none of the
+    /// existing objects replayed (what `etcdctl watch` does by default).
+    #[arg(long, conflicts_with_all = ["resource_version", "send_initial_events"])]
+    pub(crate) from_now: bool,
     /// Accept BOOKMARK events.
     #[arg(long)]
     pub(crate) bookmarks: bool,

@@ -177,3 +177,48 @@ async fn ctrl_c_ends_a_watch_with_130_and_still_writes_the_metrics() {
         "{text}"
     );
 }
+
+#[tokio::test]
+async fn from_now_sends_only_the_changes_after_the_watch_starts() {
+    let f = Fixture::new("cli-watch-from-now");
+    f.create("configmaps/default/cm1", CM1);
+    let mut child = Command::new(env!("CARGO_BIN_EXE_apistore"))
+        .args(["--endpoints", &f.endpoint, "--prefix", &f.prefix])
+        .args(["watch", "configmaps", "--from-now", "--max-events", "1"])
+        .args(["--timeout", "30"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // The watch starts at a revision this test cannot see: change cm2 until the watch
+    // has reported one event and exited. cm1, which existed before, is never sent.
+    let cm2 = f.file("cm2.json", &CM1.replace("\"cm1\"", "\"cm2\""));
+    f.ok(&[
+        "create",
+        "configmaps/default/cm2",
+        "-f",
+        cm2.to_str().unwrap(),
+    ]);
+    for _ in 0..100 {
+        if child.try_wait().unwrap().is_some() {
+            break;
+        }
+        f.ok(&[
+            "update",
+            "configmaps/default/cm2",
+            "-f",
+            cm2.to_str().unwrap(),
+        ]);
+        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    }
+    let out = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    let seen = events(&String::from_utf8_lossy(&out.stdout));
+    assert_eq!(seen.len(), 1, "{seen:?}");
+    assert_eq!(seen[0]["object"]["metadata"]["name"], "cm2", "{seen:?}");
+
+    // With a resourceVersion it is a usage error.
+    let out = f.run(&["watch", "configmaps", "--from-now", "--rv", "1"]);
+    assert_eq!(out.status.code(), Some(2));
+}

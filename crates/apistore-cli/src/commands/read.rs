@@ -171,7 +171,8 @@ pub(super) fn list_options(
     Ok(options)
 }
 
-/// `watch PREFIX ...`: events until `--max-events`, `--timeout` or an ERROR event.
+/// `watch PREFIX ...`: events (from the current revision with `--from-now`) until
+/// `--max-events`, `--timeout` or an ERROR event.
 pub(super) async fn watch(
     api: &ApiStore,
     global: &GlobalArgs,
@@ -180,6 +181,7 @@ pub(super) async fn watch(
     let WatchArgs {
         key_prefix,
         resource_version,
+        from_now,
         bookmarks,
         send_initial_events,
         selector,
@@ -192,8 +194,14 @@ pub(super) async fn watch(
     // Asking for initial events is asking for kube-apiserver's WatchList feature.
     let store =
         selectable_store(api, &resource, skip_undecodable).with_watch_list(send_initial_events);
+    let resource_version = if from_now {
+        // The changes after the current revision: no ADDED event for what exists.
+        store.get_current_resource_version().await?.to_string()
+    } else {
+        resource_version.unwrap_or_default()
+    };
     let mut options = ListOptions {
-        resource_version: resource_version.unwrap_or_default(),
+        resource_version,
         recursive: true,
         send_initial_events: send_initial_events.then_some(true),
         ..ListOptions::default()
