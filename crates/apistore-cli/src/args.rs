@@ -245,6 +245,22 @@ pub(crate) enum Command {
         /// The shell.
         shell: clap_complete::Shell,
     },
+    /// Print a stored value read from a file or stdin (what `get --raw-out` or
+    /// `etcdctl get --print-value-only` wrote) as the object, with no etcd: kube
+    /// protobuf, JSON, or a `k8s:enc:` ciphertext, decrypted with --encryption-config
+    /// and --etcd-key (the key it was stored at: its resource picks the providers, the
+    /// full key is the authenticated data). `--key` is the TLS client key, hence
+    /// `--etcd-key`.
+    #[command(
+        after_help = "Examples:\n  apistore get configmaps/default/cm1 --raw-out cm1.bin && apistore decode cm1.bin -o json\n  etcdctl get /registry/secrets/default/s1 --print-value-only | apistore --encryption-config enc.yaml decode --etcd-key /registry/secrets/default/s1"
+    )]
+    Decode {
+        /// The file to read (`-` or none: stdin).
+        file: Option<PathBuf>,
+        /// The etcd key the value was stored at, with or without the prefix.
+        #[arg(long = "etcd-key", value_name = "KEY")]
+        etcd_key: Option<String>,
+    },
     /// Encryption at rest: re-encrypt stale values after a key rotation.
     #[command(subcommand)]
     Encryption(EncryptionCommand),

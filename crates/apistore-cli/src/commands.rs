@@ -31,6 +31,10 @@ pub(crate) async fn run(cli: Cli) -> Result<(), CliError> {
         return std::io::Write::write_all(&mut std::io::stdout().lock(), &script)
             .map_err(|e| CliError::Output(format!("cannot write the completion script: {e}")));
     }
+    if let Command::Decode { file, etcd_key } = &cli.command {
+        // Needs no etcd either: the bytes come from the file.
+        return crate::decode::decode(&cli.global, file.as_deref(), etcd_key.as_deref());
+    }
     let registry = cli
         .global
         .metrics_out
@@ -95,7 +99,7 @@ async fn run_command(
     let api = connect::connect(global, registry).await?;
     match command {
         // Handled before connecting.
-        Command::Completions { .. } => Ok(()),
+        Command::Completions { .. } | Command::Decode { .. } => Ok(()),
         Command::Create { key, file, dry_run } => {
             write::create(&api, global, &key, &file, dry_run).await
         }
@@ -180,6 +184,7 @@ async fn run_offline(command: Command, global: &GlobalArgs, path: &Path) -> Resu
         Command::Restore(_) => Some("restore (it reads --from-snapshot and writes to etcd)"),
         Command::Encryption(_) => Some("encryption rewrite"),
         Command::Completions { .. } => Some("completions"),
+        Command::Decode { .. } => Some("decode (it reads a value from a file or stdin)"),
     };
     if let Some(name) = name {
         return Err(CliError::Usage(format!(

@@ -169,6 +169,8 @@ pub(crate) fn normalize(command: Command, layout: StorageLayout, global: &Global
             skip_undecodable,
         }),
         Command::Completions { shell } => Command::Completions { shell },
+        // Its key is the authenticated data as well: decode places it itself.
+        Command::Decode { file, etcd_key } => Command::Decode { file, etcd_key },
     }
 }
 

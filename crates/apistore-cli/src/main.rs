@@ -3,6 +3,7 @@
 mod analyze;
 mod args;
 mod commands;
+mod decode;
 mod diff;
 mod error;
 mod fields;

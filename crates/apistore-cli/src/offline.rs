@@ -105,7 +105,7 @@ impl Offline {
 }
 
 /// Reads an EncryptionConfiguration file as the facade's builder does.
-fn read_encryption_config(path: &Path) -> Result<EncryptionConfig, CliError> {
+pub(crate) fn read_encryption_config(path: &Path) -> Result<EncryptionConfig, CliError> {
     let grpc = apistore::layers::value::kms_v2::GrpcKmsConnector;
     EncryptionConfig::from_file_with_kms(path, &grpc).map_err(|source| {
         CliError::Connect(BuildError::Encryption {

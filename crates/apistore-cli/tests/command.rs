@@ -1002,3 +1002,102 @@ async fn rv_match_is_taken_in_any_case() {
         "{stderr}"
     );
 }
+
+#[tokio::test]
+async fn decode_prints_a_stored_value_from_a_file_or_stdin() {
+    let f = Fixture::new("cli-decode");
+    f.create("configmaps/default/cm1", CM1);
+    let (protobuf, _) = f.raw("configmaps/default/cm1").await;
+    assert!(starts_with(&protobuf, b"k8s\0"));
+    let file = f.dir.path().join("cm1.bin");
+    std::fs::write(&file, &protobuf).unwrap();
+    let read: serde_json::Value =
+        serde_json::from_str(&f.ok(&["-o", "json", "decode", file.to_str().unwrap()])).unwrap();
+    assert_eq!(read["metadata"]["name"], "cm1");
+    assert_eq!(read["data"]["k"], "v1");
+
+    // From stdin, JSON.
+    let decode_stdin = |args: &[&str], input: &[u8]| {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_apistore"))
+            .args(["--prefix", &f.prefix])
+            .args(args)
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        std::io::Write::write_all(&mut child.stdin.take().unwrap(), input).unwrap();
+        child.wait_with_output().unwrap()
+    };
+    let out = decode_stdin(&["-o", "json", "decode", "-"], WIDGET.as_bytes());
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let read: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(read["spec"]["size"], 3);
+
+    // A ciphertext: the configuration's key, and the etcd key as authenticated data,
+    // with or without the prefix.
+    let secret = br#"{"apiVersion":"v1","kind":"Secret","metadata":{"name":"s1","namespace":"default"},"data":{"a":"Yg=="}}"#;
+    put_encrypted(&f, &[("key1", KEY1)], "secrets/default/s1", secret).await;
+    let (sealed, _) = f.raw("secrets/default/s1").await;
+    let config = f.file("enc.yaml", &encryption_config(&[("key1", KEY1)]));
+    let config = config.to_str().unwrap();
+    let full = format!("{}/secrets/default/s1", f.prefix);
+    for key in [full.as_str(), "secrets/default/s1"] {
+        let args = [
+            "--encryption-config",
+            config,
+            "-o",
+            "json",
+            "decode",
+            "--etcd-key",
+            key,
+        ];
+        let out = decode_stdin(&args, &sealed);
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let read: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert_eq!(read["metadata"]["name"], "s1", "{key}");
+    }
+    let sealed_file = f.dir.path().join("s1.bin");
+    std::fs::write(&sealed_file, &sealed).unwrap();
+    let sealed_file = sealed_file.to_str().unwrap();
+    fails_with(
+        &f,
+        &["--encryption-config", config, "decode", sealed_file],
+        2,
+        "the value is encrypted (aesgcm:key1): pass --etcd-key KEY",
+    );
+    fails_with(
+        &f,
+        &["decode", sealed_file, "--etcd-key", "secrets/default/s1"],
+        2,
+        "pass --encryption-config FILE",
+    );
+    fails_with(
+        &f,
+        &[
+            "--encryption-config",
+            config,
+            "decode",
+            sealed_file,
+            "--etcd-key",
+            "secrets/default/other",
+        ],
+        2,
+        "cannot decrypt the value (aesgcm:key1)",
+    );
+    let garbage = f.file("garbage.bin", "not an object");
+    fails_with(
+        &f,
+        &["decode", garbage.to_str().unwrap()],
+        2,
+        "cannot decode the value (unknown) as a kube object",
+    );
+}
