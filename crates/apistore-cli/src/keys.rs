@@ -176,7 +176,59 @@ pub(crate) fn normalize(command: Command, layout: StorageLayout, global: &Global
 
 #[cfg(test)]
 mod tests {
+    use clap::Parser;
+
     use super::*;
+    use crate::args::Cli;
+
+    fn resolved(flags: &[&str], key: &str) -> String {
+        let cli = Cli::try_parse_from([&["apistore"], flags, &["get", key]].concat())
+            .unwrap_or_else(|err| panic!("{err}"));
+        let layout = StorageLayout::for_kube(apistore::KubeVersion::LATEST);
+        resource_key(layout, &cli.global, key)
+    }
+
+    #[test]
+    fn kubectl_names_are_put_where_the_layout_keeps_the_resource() {
+        for (key, want) in [
+            ("cm/default/cm1", "configmaps/default/cm1"),
+            ("configmap/default/cm1", "configmaps/default/cm1"),
+            ("/registry/cm/default/cm1", "configmaps/default/cm1"),
+            ("deploy/default/d1", "deployments/default/d1"),
+            ("deployment.apps/default/d1", "deployments/default/d1"),
+            // kube keeps services under services/specs.
+            ("svc", "services/specs"),
+            ("services/default/s1", "services/specs/default/s1"),
+            ("services/specs/default/s1", "services/specs/default/s1"),
+            ("nodes/n1", "minions/n1"),
+            // Placed as they are: a built-in, a custom resource, nothing better known.
+            (
+                "services/endpoints/default/e1",
+                "services/endpoints/default/e1",
+            ),
+            (
+                "example.com/widgets/default/w1",
+                "example.com/widgets/default/w1",
+            ),
+            ("configmapz/default/cm1", "configmapz/default/cm1"),
+        ] {
+            assert_eq!(resolved(&[], key), want, "{key}");
+        }
+        // --resource places the key: only the prefix goes.
+        assert_eq!(
+            resolved(&["--resource", "widgets.example.com"], "/registry/cm/x"),
+            "cm/x"
+        );
+        assert_eq!(
+            resolved(&["--prefix", "/p"], "/p/cm/default/a"),
+            "configmaps/default/a"
+        );
+    }
+
+    #[test]
+    fn the_command_line_is_consistent() {
+        <Cli as clap::CommandFactory>::command().debug_assert();
+    }
 
     #[test]
     fn the_store_prefix_is_stripped() {
