@@ -46,7 +46,10 @@ pub(crate) fn resource_key(layout: StorageLayout, global: &GlobalArgs, key: &str
     // Either unknown or laid out as a custom resource: `deployment.apps/default/d1`
     // looks like a custom resource of the group `deployment.apps`, but is a singular.
     let (first, rest) = key.split_once('/').unwrap_or((key.as_str(), ""));
-    let Some(canonical) = layout.canonical_name(first) else {
+    let Some(canonical) = layout
+        .canonical_name(first)
+        .or_else(|| by_plural(layout, first))
+    else {
         return key;
     };
     let key_prefix = layout.resource(&canonical).key_prefix;
@@ -55,6 +58,25 @@ pub(crate) fn resource_key(layout: StorageLayout, global: &GlobalArgs, key: &str
     } else {
         format!("{key_prefix}/{rest}")
     }
+}
+
+/// The one built-in resource, in any group, whose plural `name` is or is the singular
+/// of, as kubectl takes `deployment` for `deployments.apps`; none when several groups
+/// have it (`events`), so that nothing is guessed.
+fn by_plural(layout: StorageLayout, name: &str) -> Option<String> {
+    let plurals = [
+        name.to_owned(),
+        format!("{name}s"),
+        format!("{name}es"),
+        name.strip_suffix('y')
+            .map_or_else(String::new, |stem| format!("{stem}ies")),
+    ];
+    let mut found = layout
+        .built_ins()
+        .filter(|l| !name.is_empty() && plurals.contains(&l.group_resource.resource))
+        .map(|l| l.group_resource.to_string());
+    let first = found.next()?;
+    found.all(|other| other == first).then_some(first)
 }
 
 /// The error for a key the layout cannot place: for a first segment close to a
@@ -201,6 +223,10 @@ mod tests {
             ("services/default/s1", "services/specs/default/s1"),
             ("services/specs/default/s1", "services/specs/default/s1"),
             ("nodes/n1", "minions/n1"),
+            // A plural or singular without its group, when one group has it.
+            ("deployment/default/d1", "deployments/default/d1"),
+            ("statefulsets/default/s1", "statefulsets/default/s1"),
+            ("networkpolicy/default/n1", "networkpolicies/default/n1"),
             // Placed as they are: a built-in, a custom resource, nothing better known.
             (
                 "services/endpoints/default/e1",

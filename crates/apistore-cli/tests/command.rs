@@ -910,6 +910,10 @@ async fn keys_pasted_from_etcdctl_and_kubectl_names_reach_their_resource() {
         name(&["get", "deployment.apps/default/d1"]),
         "deployment.apps/d1\n"
     );
+    assert_eq!(
+        name(&["get", "deployment/default/d1"]),
+        "deployment.apps/d1\n"
+    );
     let file = f.file("cm2.json", &CM1.replace("\"cm1\"", "\"cm2\""));
     f.ok(&["create", "cm/default/cm2", "-f", file.to_str().unwrap()]);
     assert!(f.stored("configmaps/default/cm2").await.is_some());
