@@ -336,7 +336,8 @@ impl EtcdClient {
             Ok(Ok(client)) => client,
             Ok(Err(source)) => {
                 let user = config.credentials.as_ref().map(|(user, _)| user.as_str());
-                return Err(connect_error(endpoints, user, config.tls.is_some(), source));
+                let err = connect_error(endpoints, user, config.tls.is_some(), source);
+                return Err(unless_plain_http(err, &config.endpoints).await);
             }
             Err(_) => {
                 return Err(ConnectError::DialTimeout {
@@ -446,9 +447,77 @@ fn connect_error(
     }
 }
 
+/// A connection closed during TLS reads the same whether etcd refused the client
+/// certificate or the endpoint does not speak TLS at all; which one it was is asked of
+/// the endpoint itself: one that answers a plain HTTP request with an HTTP response
+/// serves no TLS there, and the error says so instead of blaming the certificate.
+async fn unless_plain_http(err: ConnectError, endpoints: &[String]) -> ConnectError {
+    let ConnectError::ClientCertificateRejected {
+        endpoints: named,
+        detail,
+    } = err
+    else {
+        return err;
+    };
+    for endpoint in endpoints {
+        if let Some(address) = host_port(endpoint) {
+            if answers_plain_http(address).await {
+                return ConnectError::Tls {
+                    endpoints: named,
+                    detail: format!(
+                        "{endpoint} answers plain HTTP, not TLS: use http:// or serve TLS there ({detail})"
+                    ),
+                };
+            }
+        }
+    }
+    ConnectError::ClientCertificateRejected {
+        endpoints: named,
+        detail,
+    }
+}
+
+/// `host:port` of an endpoint URL (`https://127.0.0.1:2379/` → `127.0.0.1:2379`).
+fn host_port(endpoint: &str) -> Option<&str> {
+    let rest = endpoint
+        .split_once("://")
+        .map_or(endpoint, |(_, rest)| rest);
+    let address = rest.split('/').next()?;
+    (!address.is_empty()).then_some(address)
+}
+
+/// Whether `address` answers `GET /health` over plain HTTP/1.0 with an HTTP status line
+/// within three seconds (etcd's plain listener does; a TLS one answers with an alert or
+/// closes).
+async fn answers_plain_http(address: &str) -> bool {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let probe = async {
+        let mut stream = tokio::net::TcpStream::connect(address).await.ok()?;
+        stream
+            .write_all(b"GET /health HTTP/1.0\r\n\r\n")
+            .await
+            .ok()?;
+        let mut start = [0_u8; 5];
+        stream.read_exact(&mut start).await.ok()?;
+        Some(&start == b"HTTP/")
+    };
+    matches!(
+        tokio::time::timeout(std::time::Duration::from_secs(3), probe).await,
+        Ok(Some(true))
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn host_port_is_taken_from_the_endpoint_url() {
+        assert_eq!(host_port("https://127.0.0.1:2379"), Some("127.0.0.1:2379"));
+        assert_eq!(host_port("http://127.0.0.1:2379/"), Some("127.0.0.1:2379"));
+        assert_eq!(host_port("127.0.0.1:2379"), Some("127.0.0.1:2379"));
+        assert_eq!(host_port("https://"), None);
+    }
 
     #[test]
     fn debug_output_redacts_the_password_and_the_key() {
