@@ -332,12 +332,16 @@ impl EtcdClient {
             unresponsive_after: config.unresponsive_after,
             probe_timeout: config.probe_timeout,
         };
-        let (inner, members) = match tokio::time::timeout(config.dial_timeout, connect).await {
+        // Boxed: etcd-client's connect futures are large, and a caller's own future
+        // (a test's, run on a 2 MiB thread in debug builds) would carry them inline.
+        let connecting = Box::pin(connect);
+        let (inner, members) = match tokio::time::timeout(config.dial_timeout, connecting).await {
             Ok(Ok(client)) => client,
             Ok(Err(source)) => {
                 let user = config.credentials.as_ref().map(|(user, _)| user.as_str());
                 let err = connect_error(endpoints, user, config.tls.is_some(), source);
-                return Err(unless_plain_http(err, &config.endpoints).await);
+                // Boxed: connecting's future is large already, and this path is rare.
+                return Err(Box::pin(unless_plain_http(err, &config.endpoints)).await);
             }
             Err(_) => {
                 return Err(ConnectError::DialTimeout {
