@@ -75,6 +75,15 @@ impl Offline {
     /// The codec of a resource, as the facade's: either encoding read, the kube
     /// version's schema, partial reads named on stderr.
     pub(crate) fn codec<T>(&self, resource: &str) -> StorageCodec<T> {
+        self.codec_observed(resource, Arc::clone(&self.unknown_fields))
+    }
+
+    /// The codec of a resource whose partial reads go to `observer`.
+    fn codec_observed<T>(
+        &self,
+        resource: &str,
+        observer: apistore::UnknownFieldsObserver,
+    ) -> StorageCodec<T> {
         let encoding = match self.storage_media_type {
             Some(media_type) => media_type,
             None => match self.layout.resource(resource).encoding {
@@ -82,8 +91,7 @@ impl Offline {
                 StorageEncoding::Json => MediaType::Json,
             },
         };
-        StorageCodec::for_kube(encoding, self.kube_version)
-            .observe_unknown_fields(Arc::clone(&self.unknown_fields))
+        StorageCodec::for_kube(encoding, self.kube_version).observe_unknown_fields(observer)
     }
 
     /// A read-only store of `T` objects of `resource` over the snapshot.
@@ -92,7 +100,20 @@ impl Offline {
         T: ApiObject + Clone + Default + Send + Sync + serde::Serialize + 'static,
         T: serde::de::DeserializeOwned,
     {
-        let codec: Arc<dyn Codec<T>> = Arc::new(self.codec::<T>(resource));
+        self.store_observed(resource, Arc::clone(&self.unknown_fields))
+    }
+
+    /// [`Self::store`], its partial reads told to `observer` instead of stderr.
+    pub(crate) fn store_observed<T>(
+        &self,
+        resource: &str,
+        observer: apistore::UnknownFieldsObserver,
+    ) -> SnapshotStore<T>
+    where
+        T: ApiObject + Clone + Default + Send + Sync + serde::Serialize + 'static,
+        T: serde::de::DeserializeOwned,
+    {
+        let codec: Arc<dyn Codec<T>> = Arc::new(self.codec_observed::<T>(resource, observer));
         SnapshotStore::with_parts(
             Arc::clone(&self.snapshot),
             SnapshotStoreConfig {

@@ -559,3 +559,57 @@ async fn damaged_files_are_clear_errors() {
     assert_eq!(out.status.code(), Some(1));
     assert!(f.stored("configmaps/default/cm2").await.is_none());
 }
+
+/// A restore never writes an object without fields its kube version's schema does not
+/// know: a kube 1.37 Pod (pod-level resources) is refused when restored as kube 1.31,
+/// and restored whole as 1.37.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_restore_keeps_or_refuses_fields_of_a_newer_kube() {
+    use apistore::{KubeProtobuf, KubeVersion};
+    let (_etcd, f) = own_etcd("snapshot-restore-newer");
+    let kube_137 = KubeProtobuf::for_version(KubeVersion::V1_37);
+    let pod = kube_137
+        .encode_value(&serde_json::json!({
+            "apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": "p1", "namespace": "demo", "uid": "u-1",
+                         "creationTimestamp": "2026-11-30T10:00:00Z"},
+            "spec": {
+                "containers": [{"name": "app", "image": "nginx"}],
+                "resources": {"limits": {"cpu": "2"}},
+            },
+        }))
+        .unwrap();
+    f.put_raw("pods/demo/p1", pod).await;
+    let snapshot = save_snapshot(&f, "newer.db").await;
+    let s = snapshot.to_string_lossy().into_owned();
+    f.ok(&["delete", "pods/demo/p1"]);
+
+    let out = f.run(&[
+        "--kube-version",
+        "1.31",
+        "restore",
+        "pods/demo/p1",
+        "--from-snapshot",
+        &s,
+    ]);
+    assert_eq!(out.status.code(), Some(1));
+    let said = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(said.contains("restoring it would drop them"), "{said}");
+    assert!(said.contains("spec.resources"), "{said}");
+    assert!(f.stored("pods/demo/p1").await.is_none(), "nothing written");
+
+    let out = f.run(&["restore", "pods/demo/p1", "--from-snapshot", &s]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let (stored, _) = f.stored("pods/demo/p1").await.unwrap();
+    let restored: Value =
+        serde_json::from_slice(&kube_137.decode_to_json(&stored).unwrap()).unwrap();
+    assert_eq!(restored["spec"]["resources"]["limits"]["cpu"], "2");
+}

@@ -10,12 +10,19 @@
 //! create-only (AlreadyExists is skipped, and said), or with `--overwrite` a guaranteed
 //! update, compare-and-swap on the revision it read. The object keeps everything the
 //! snapshot holds (uid, creationTimestamp, managedFields); its resourceVersion becomes
-//! the revision of the write.
+//! the revision of the write. An object with fields the chosen kube version's schema
+//! does not know (a newer kube wrote it) is refused rather than restored without them.
 
-use apistore::{ApiStore, DynamicObject, Storage, StorageError, UpdateOptions};
+use std::sync::{Arc, Mutex, PoisonError};
+
+use apistore::{
+    ApiStore, DynamicObject, PartialRead, Storage, StorageError, UnknownFieldsObserver,
+    UpdateOptions,
+};
 use apistore_snapshot::SnapshotStore;
 use serde::Serialize;
 
+use super::connect::partial_read_message;
 use super::offline::{checked, path_prefix};
 use crate::args::{GlobalArgs, OutputFormat, RestoreArgs};
 use crate::error::CliError;
@@ -154,10 +161,27 @@ fn read(
     let resource = offline
         .resource_of(global, key)
         .map_err(|e| format!("{}: {e}", e.reason()))?;
-    let store: SnapshotStore<DynamicObject> = offline.store(&resource);
+    // A read that could not show some fields (a newer kube wrote them) would lose them
+    // on the write: such an object is refused, never restored without them.
+    let partial: Arc<Mutex<Option<PartialRead>>> = Arc::default();
+    let seen = Arc::clone(&partial);
+    let observer: UnknownFieldsObserver = Arc::new(move |read: &PartialRead| {
+        *seen.lock().unwrap_or_else(PoisonError::into_inner) = Some(read.clone());
+    });
+    let store: SnapshotStore<DynamicObject> = offline.store_observed(&resource, observer);
     let mut object = store
         .get_at(key, revision)
         .map_err(|e| format!("{}: {e}", e.status().reason))?;
+    if let Some(read) = partial
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .take()
+    {
+        return Err(format!(
+            "Invalid: {}; restoring it would drop them (pass the --kube-version of the cluster that wrote it)",
+            partial_read_message(offline.kube_version, &read)
+        ));
+    }
     // A resourceVersion is the revision of a write; the create sets the new one.
     object.metadata.resource_version.clear();
     Ok(Planned {
