@@ -408,16 +408,17 @@ where
     S: CompareAndSwap,
 {
     let mut rev = unreadable_state(layers, key, store.read_key(key).await?)?;
+    if options.preconditions.is_some() {
+        return Err(StorageError::Internal {
+            key: key.to_owned(),
+            message:
+                "preconditions cannot be checked on an object that cannot be decrypted or decoded"
+                    .to_owned(),
+            source: None,
+        });
+    }
     let unread = T::default();
     loop {
-        if options.preconditions.is_some() {
-            return Err(StorageError::Internal {
-                key: key.to_owned(),
-                message: "preconditions cannot be checked on an object that cannot be decrypted or decoded"
-                    .to_owned(),
-                source: None,
-            });
-        }
         if let Some(validate) = &options.validate_deletion {
             validate(&unread)?;
         }
