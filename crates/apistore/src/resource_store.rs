@@ -15,6 +15,8 @@
 
 #[cfg(feature = "watch-cache")]
 use apistore_cacher::Cacher;
+use std::borrow::Cow;
+
 use apistore_etcd3::Etcd3Store;
 #[cfg(feature = "memory")]
 use apistore_memory::MemoryStore;
@@ -99,12 +101,20 @@ impl<T: ApiObject + Clone + Default + Send + Sync + 'static> ResourceStore<T> {
     /// lives at the prefix itself, so a non-recursive read there (kube's exact-key
     /// semantics) could only ever be empty, and a kube-rs user's
     /// `ListParams::default()` means "all of them".
-    fn recursive_at_resource_prefix(&self, key: &str, options: &ListOptions) -> ListOptions {
+    fn recursive_at_resource_prefix<'o>(
+        &self,
+        key: &str,
+        options: &'o ListOptions,
+    ) -> Cow<'o, ListOptions> {
         let at_prefix = key.trim_matches('/') == self.resource_prefix().trim_matches('/');
-        ListOptions {
-            recursive: options.recursive || at_prefix,
-            ..options.clone()
+        if options.recursive || !at_prefix {
+            // The common case: no copy of the options (and their selectors) per request.
+            return Cow::Borrowed(options);
         }
+        Cow::Owned(ListOptions {
+            recursive: true,
+            ..options.clone()
+        })
     }
 
     /// Refuses an object whose name or namespace is not the one its key names (a
