@@ -13,10 +13,10 @@
 //! or watch of the resource's prefix itself is recursive whatever the options say (no
 //! object lives at the prefix, so kube's exact-key read there is always empty).
 
-#[cfg(feature = "watch-cache")]
-use apistore_cacher::Cacher;
 use std::borrow::Cow;
 
+#[cfg(feature = "watch-cache")]
+use apistore_cacher::Cacher;
 use apistore_etcd3::Etcd3Store;
 #[cfg(feature = "memory")]
 use apistore_memory::MemoryStore;
