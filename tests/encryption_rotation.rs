@@ -48,7 +48,7 @@ fn secret(name: &str) -> DynamicObject {
 async fn rotate_keys_and_rewrite_everything() {
     let prefix = unique_prefix("rotation");
     let first = api(&prefix, &[("key1", KEY1)]).await;
-    let store = first.dynamic_store("secrets");
+    let store = first.dynamic_store("secrets").unwrap();
     for i in 0..5 {
         store
             .create(
@@ -85,7 +85,7 @@ async fn rotate_keys_and_rewrite_everything() {
 
     // key2 first, key1 still readable: reads work, and a rewrite moves all to key2.
     let rotated = api(&prefix, &[("key2", KEY2), ("key1", KEY1)]).await;
-    let store = rotated.dynamic_store("secrets");
+    let store = rotated.dynamic_store("secrets").unwrap();
     let s0 = store
         .get("secrets/default/s0", &GetOptions::default())
         .await
@@ -121,7 +121,7 @@ async fn rotate_keys_and_rewrite_everything() {
 
     // key1 gone: everything still reads.
     let only_key2 = api(&prefix, &[("key2", KEY2)]).await;
-    let store = only_key2.dynamic_store("secrets");
+    let store = only_key2.dynamic_store("secrets").unwrap();
     let options = ListOptions {
         recursive: true,
         ..ListOptions::default()
@@ -139,6 +139,7 @@ async fn rotate_keys_and_rewrite_everything() {
     let only_key1 = api(&prefix, &[("key1", KEY1)]).await;
     let err = only_key1
         .dynamic_store("secrets")
+        .unwrap()
         .get("secrets/default/s0", &GetOptions::default())
         .await
         .unwrap_err();

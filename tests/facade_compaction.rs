@@ -19,17 +19,21 @@ async fn the_builder_compaction_interval_compacts_old_revisions() {
         .build()
         .await
         .unwrap();
-    let store = api.dynamic_store("widgets");
+    let store = api.dynamic_store("widgets.example.com").unwrap();
     let first = store
-        .create("widgets/w0", DynamicObject::new("v1", "Widget", "w0"), 0)
+        .create(
+            "example.com/widgets/w0",
+            DynamicObject::new("example.com/v1", "Widget", "w0"),
+            0,
+        )
         .await
         .unwrap();
     for i in 1..5 {
         let name = format!("w{i}");
         store
             .create(
-                &format!("widgets/{name}"),
-                DynamicObject::new("v1", "Widget", &name),
+                &format!("example.com/widgets/{name}"),
+                DynamicObject::new("example.com/v1", "Widget", &name),
                 0,
             )
             .await
@@ -44,7 +48,7 @@ async fn the_builder_compaction_interval_compacts_old_revisions() {
     // The compactor compacts to the revision it saw one interval earlier.
     let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
     loop {
-        match store.list("widgets", &exact_at_first).await {
+        match store.list("example.com/widgets", &exact_at_first).await {
             Err(err) if err.is_expired() => break,
             Err(err) => panic!("unexpected error: {err}"),
             Ok(_) if tokio::time::Instant::now() > deadline => {

@@ -8,7 +8,8 @@
 use std::collections::BTreeMap;
 
 use apistore::{
-    ApiStore, DynamicObject, GetOptions, ListOptions, MediaType, Storage, UpdateOptions, WatchEvent,
+    ApiStore, DynamicObject, GetOptions, ListOptions, MediaType, Storage, StoreExt, UpdateOptions,
+    WatchEvent,
 };
 use apistore_testing::etcd::{shared_endpoint, unique_prefix};
 use futures::StreamExt;
@@ -43,7 +44,7 @@ async fn raw(prefix: &str, key: &str) -> Vec<u8> {
 async fn typed_stores_write_protobuf_where_kube_apiserver_keeps_the_resource() {
     let prefix = unique_prefix("layout-typed");
     let api = api(&prefix).await;
-    let configmaps = api.store::<ConfigMap>("configmaps");
+    let configmaps = api.store::<ConfigMap>("configmaps").unwrap();
     let key = api.resource_layout("configmaps").key("default", "cm1");
     assert_eq!(key, "configmaps/default/cm1");
     let cm = ConfigMap {
@@ -95,7 +96,7 @@ async fn typed_stores_write_protobuf_where_kube_apiserver_keeps_the_resource() {
 async fn dynamic_stores_of_a_group_resource_use_kubes_key_prefix_and_refuse_others() {
     let prefix = unique_prefix("layout-dynamic");
     let api = api(&prefix).await;
-    let deployments = api.dynamic_store("deployments.apps");
+    let deployments = api.dynamic_store("deployments.apps").unwrap();
     let deployment: DynamicObject = serde_json::from_str(
         r#"{"apiVersion":"apps/v1","kind":"Deployment","metadata":{"name":"d1","namespace":"default"},"spec":{"replicas":3,"selector":{"matchLabels":{"app":"web"}},"template":{"metadata":{"labels":{"app":"web"}},"spec":{"containers":[{"name":"web","image":"nginx"}]}}}}"#,
     )
@@ -116,7 +117,7 @@ async fn dynamic_stores_of_a_group_resource_use_kubes_key_prefix_and_refuse_othe
     assert!(raw(&prefix, &key).await.starts_with(b"k8s\0"));
 
     // Custom resources: <group>/<plural>, JSON.
-    let widgets = api.dynamic_store("widgets.example.com");
+    let widgets = api.dynamic_store("widgets.example.com").unwrap();
     let key = api
         .resource_layout("widgets.example.com")
         .key("default", "w1");
@@ -149,8 +150,8 @@ async fn a_prefix_mixing_json_and_protobuf_lists_and_watches() {
             .within("default")
             .with("data", serde_json::json!({"k": name}))
     };
-    let by_protobuf = protobuf.dynamic_store("configmaps");
-    let by_json = json.dynamic_store("configmaps");
+    let by_protobuf = protobuf.dynamic_store("configmaps").unwrap();
+    let by_json = json.dynamic_store("configmaps").unwrap();
     let first = by_protobuf
         .create("configmaps/default/a", cm("a"), 0)
         .await
@@ -221,7 +222,7 @@ async fn corrupt_protobuf_and_unknown_kinds_are_errors_naming_the_key_and_the_ki
         .put(format!("{prefix}/pods/default/truncated"), truncated, None)
         .await
         .unwrap();
-    let pods = api.dynamic_store("pods");
+    let pods = api.dynamic_store("pods").unwrap();
     for (key, kind) in [
         ("pods/default/unknown", "Gizmo123"),
         ("pods/default/truncated", "Pod"),
@@ -239,7 +240,7 @@ async fn namespaced_and_cluster_views_build_kubes_keys_from_names() {
     use apistore::StoreExt;
     let prefix = unique_prefix("layout-scoped");
     let api = api(&prefix).await;
-    let services = api.dynamic_store("services");
+    let services = api.dynamic_store("services").unwrap();
     let default = services.namespaced("default");
     assert_eq!(default.key("web"), "services/specs/default/web");
     let svc = DynamicObject::new("v1", "Service", "web").within("default");
@@ -273,7 +274,7 @@ async fn namespaced_and_cluster_views_build_kubes_keys_from_names() {
     default.delete("web").await.unwrap();
     assert!(default.get("web").await.unwrap_err().is_not_found());
 
-    let nodes = api.dynamic_store("nodes");
+    let nodes = api.dynamic_store("nodes").unwrap();
     let cluster = nodes.cluster();
     assert_eq!(cluster.key("n1"), "minions/n1");
     cluster
@@ -289,4 +290,37 @@ async fn namespaced_and_cluster_views_build_kubes_keys_from_names() {
             .len(),
         1
     );
+}
+
+/// `store` and `dynamic_store` take kube's names, short names and singulars, and refuse
+/// a name the kube version does not know rather than make a prefix kube never reads.
+#[tokio::test]
+async fn stores_are_made_for_known_resources_only() {
+    let prefix = unique_prefix("layout-names");
+    let api = api(&prefix).await;
+    let in_memory = ApiStore::in_memory();
+    for name in ["configmaps", "configmap", "cm"] {
+        let store = api.store::<ConfigMap>(name).unwrap();
+        let memory = in_memory.store::<ConfigMap>(name).unwrap();
+        assert_eq!(store.resource_key_prefix(), "configmaps", "{name}");
+        assert_eq!(memory.resource_key_prefix(), "configmaps", "{name}");
+    }
+    // A typo: no store at all, and the error names what was probably meant.
+    for err in [
+        api.store::<ConfigMap>("confgmaps").err().unwrap(),
+        api.dynamic_store("confgmaps").err().unwrap(),
+        in_memory.dynamic_store("confgmaps").err().unwrap(),
+    ] {
+        assert!(err.is_bad_request(), "{err}");
+        let message = err.to_string();
+        assert!(
+            message.contains("confgmaps") && message.contains("configmaps"),
+            "{message}"
+        );
+    }
+    // A name with a group kube does not own is a custom resource, at <group>/<plural>.
+    let widgets = api.dynamic_store("widgets.example.com").unwrap();
+    assert_eq!(widgets.resource_key_prefix(), "example.com/widgets");
+    // A kube group's unknown resource is a typo, not a custom resource.
+    assert!(api.dynamic_store("deploymnts.apps").is_err());
 }

@@ -64,8 +64,8 @@ async fn the_builder_polls_counts_and_size_until_the_api_store_is_dropped() {
         .build()
         .await
         .unwrap();
-    let widgets = api.dynamic_store("widgets.example.com");
-    let gadgets = api.dynamic_store("gadgets");
+    let widgets = api.dynamic_store("widgets.example.com").unwrap();
+    let gadgets = api.dynamic_store("gadgets.example.com").unwrap();
     for i in 0..3 {
         let name = format!("w{i}");
         let widget = DynamicObject::new("example.com/v1", "Widget", &name);
@@ -74,8 +74,11 @@ async fn the_builder_polls_counts_and_size_until_the_api_store_is_dropped() {
             .await
             .unwrap();
     }
-    let gadget = DynamicObject::new("v1", "Gadget", "g0");
-    gadgets.create("gadgets/g0", gadget, 0).await.unwrap();
+    let gadget = DynamicObject::new("example.com/v1", "Gadget", "g0");
+    gadgets
+        .create("example.com/gadgets/g0", gadget, 0)
+        .await
+        .unwrap();
 
     let objects = || {
         let mut s = series(&registry, "apiserver_storage_objects");
@@ -85,7 +88,7 @@ async fn the_builder_polls_counts_and_size_until_the_api_store_is_dropped() {
     eventually("both counts", || {
         objects()
             == vec![
-                (vec!["gadgets".to_owned()], 1.0),
+                (vec!["gadgets.example.com".to_owned()], 1.0),
                 (vec!["widgets.example.com".to_owned()], 3.0),
             ]
     })
@@ -99,7 +102,7 @@ async fn the_builder_polls_counts_and_size_until_the_api_store_is_dropped() {
 
     // A second store for the same resource starts no second poller, and the poller
     // outlives the caller's stores: it belongs to the ApiStore.
-    let again = api.dynamic_store("widgets.example.com");
+    let again = api.dynamic_store("widgets.example.com").unwrap();
     drop((widgets, gadgets, again));
     let before = count_requests(&registry);
     eventually("polls after the stores were dropped", || {

@@ -59,7 +59,7 @@ fn secret(name: &str) -> DynamicObject {
 
 async fn rewrite(api: &ApiStore) -> RewriteSummary {
     let summary = rewrite_stale(
-        &api.dynamic_store("secrets"),
+        &api.dynamic_store("secrets").unwrap(),
         "secrets",
         &RewriteOptions {
             concurrency: 3,
@@ -75,7 +75,7 @@ async fn rewrite(api: &ApiStore) -> RewriteSummary {
 
 /// Every stored value, checked to be kube's KMS v2 envelope of provider `vault`.
 async fn envelopes(api: &ApiStore) -> Vec<(EncryptedObject, i64)> {
-    let store = api.dynamic_store("secrets");
+    let store = api.dynamic_store("secrets").unwrap();
     let mut raw = etcd_client::Client::connect(api.client().endpoints(), None)
         .await
         .unwrap();
@@ -94,7 +94,7 @@ async fn envelopes(api: &ApiStore) -> Vec<(EncryptedObject, i64)> {
 }
 
 async fn read_all(api: &ApiStore) {
-    let store = api.dynamic_store("secrets");
+    let store = api.dynamic_store("secrets").unwrap();
     let list = store
         .list(
             "secrets",
@@ -125,7 +125,7 @@ async fn move_to_kms_v2_then_rotate_the_key_id_and_rewrite_everything() {
     // Written under a local AES-GCM key first.
     let local = write_config(dir.path(), "local.yaml", &[AESGCM.to_owned()]);
     let before = api(&prefix, &local).await;
-    let store = before.dynamic_store("secrets");
+    let store = before.dynamic_store("secrets").unwrap();
     for i in 0..SECRETS {
         let name = format!("s{i}");
         store
@@ -144,6 +144,7 @@ async fn move_to_kms_v2_then_rotate_the_key_id_and_rewrite_everything() {
     let api = api(&prefix, &to_kms).await;
     let s0 = api
         .dynamic_store("secrets")
+        .unwrap()
         .get("secrets/default/s0", &GetOptions::default())
         .await
         .unwrap();

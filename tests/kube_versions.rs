@@ -89,7 +89,7 @@ async fn an_update_with_kube_131_keeps_the_fields_of_a_137_pod_on_etcd() {
         .await
         .unwrap();
     assert_eq!(api.kube_version(), KubeVersion::V1_31);
-    let pods = api.dynamic_store("pods");
+    let pods = api.dynamic_store("pods").unwrap();
     let key = "pods/demo/p1";
 
     // The read cannot show what 1.31 has no name for, and says so.
@@ -156,6 +156,7 @@ async fn an_update_with_kube_131_keeps_the_fields_of_a_137_pod_on_etcd() {
     assert_eq!(api_137.kube_version(), KubeVersion::LATEST);
     let read: DynamicObject = api_137
         .dynamic_store("pods")
+        .unwrap()
         .get(key, &GetOptions::default())
         .await
         .unwrap();
@@ -183,7 +184,7 @@ async fn a_change_that_leaves_an_unknown_field_no_place_is_refused() {
         .unwrap();
     let api = ApiStore::in_memory().kube_version(KubeVersion::V1_31);
     api.kv().raw_put("/registry/pods/demo/p2", stored.clone());
-    let pods = api.dynamic_store("pods");
+    let pods = api.dynamic_store("pods").unwrap();
     let err = pods
         .guaranteed_update("pods/demo/p2", UpdateOptions::default(), |mut pod, _| {
             pod.data["spec"]["containers"]

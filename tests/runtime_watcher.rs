@@ -62,7 +62,7 @@ fn describe(event: &Event<DynamicObject>) -> String {
 async fn lists_in_pages_then_watches_every_change() {
     let prefix = unique_prefix("runtime-watcher");
     let api = api(&prefix).await;
-    let store = api.dynamic_store("configmaps");
+    let store = api.dynamic_store("configmaps").unwrap();
     for name in ["a", "b", "c"] {
         store
             .create(&format!("configmaps/default/{name}"), cm(name), 0)
@@ -134,7 +134,7 @@ async fn a_bad_selector_ends_the_stream_with_its_error() {
     let prefix = unique_prefix("runtime-watcher-selector");
     let api = api(&prefix).await;
     let events = watcher::watcher(
-        api.dynamic_store("configmaps"),
+        api.dynamic_store("configmaps").unwrap(),
         "configmaps",
         Config::default().labels("a in (b"),
     );
@@ -223,7 +223,7 @@ async fn a_watch_resumed_at_a_compacted_revision_relists_and_drops_what_is_gone(
     let endpoint = etcd.endpoint();
     let prefix = unique_prefix("runtime-watcher-relist");
     let api = api_at(&endpoint, &prefix).await;
-    let store = api.dynamic_store("configmaps");
+    let store = api.dynamic_store("configmaps").unwrap();
     store
         .create("configmaps/default/a", cm("a"), 0)
         .await

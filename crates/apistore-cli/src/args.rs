@@ -20,8 +20,10 @@ pub(crate) struct Cli {
     pub(crate) command: Command,
 }
 
-/// Options every command takes, before or after the subcommand.
+/// Options every command takes, before or after the subcommand. Listed under their
+/// own heading, after a subcommand's own options, in every `--help`.
 #[derive(Debug, Args)]
+#[command(next_help_heading = "Global options")]
 pub(crate) struct GlobalArgs {
     /// etcd endpoints, comma-separated.
     #[arg(
@@ -41,7 +43,10 @@ pub(crate) struct GlobalArgs {
     /// The key prefix (kube-apiserver's --etcd-prefix).
     #[arg(long, global = true, default_value = "/registry")]
     pub(crate) prefix: String,
-    /// Output format [default: yaml; a table for `keys`].
+    /// Output format. Without -o: YAML for get, list, create, update, delete and
+    /// decode; one JSON line per event for watch; the bare number for count; a table
+    /// for keys, history and analyze; a `name: value` summary for restore and
+    /// encryption rewrite (json or yaml: one object).
     #[arg(short = 'o', long = "output", global = true, value_enum)]
     pub(crate) output: Option<OutputFormat>,
     /// Seconds one etcd request may take.
@@ -155,7 +160,6 @@ pub(crate) enum Command {
         dry_run: bool,
     },
     /// Print the object under a key.
-    #[command(after_help = "Example:\n  apistore get configmaps/default/cm1 -o json")]
     #[command(
         after_help = "Examples:\n  apistore get configmaps/default/cm1 -o json\n  apistore get secrets/default/s1 --raw\n  apistore get configmaps/default/cm1 --rv 1234 --exact"
     )]

@@ -82,13 +82,7 @@ fn decrypt(
         )));
     };
     let relative = crate::keys::resource_key(layout, global, etcd_key);
-    let resource = match &global.resource {
-        Some(resource) => resource.clone(),
-        None => layout
-            .resolve_key(&relative)
-            .map(|l| l.group_resource.to_string())
-            .map_err(|e| crate::keys::key_error(layout, &relative, &e))?,
-    };
+    let resource = crate::keys::resource_of_key(layout, global, &relative)?;
     let full_key = format!("{}/{relative}", global.prefix.trim_end_matches('/'));
     let config = crate::offline::read_encryption_config(config_path)?;
     let transformer = config.transformer_for(&resource);

@@ -68,7 +68,7 @@ struct Revisions {
 /// `history KEY` from etcd.
 pub(crate) async fn online(api: &ApiStore, global: &GlobalArgs, key: &str) -> Result<(), CliError> {
     let resource = crate::commands::resource_of(api, global, key)?;
-    let store = api.dynamic_store(&resource);
+    let store = api.dynamic_store(&resource)?;
     let etcd_key = store.prepare_key(key)?;
     let mut newest_first = Vec::new();
     let mut compacted = None;

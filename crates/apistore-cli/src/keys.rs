@@ -79,6 +79,28 @@ fn by_plural(layout: StorageLayout, name: &str) -> Option<String> {
     found.all(|other| other == first).then_some(first)
 }
 
+/// The group-resource a key (relative to the prefix) belongs to: `--resource` when
+/// given, as kube names it or by a short name or singular, else the layout's placing of
+/// the key. Either failing is a command-line mistake naming the closest resource.
+pub(crate) fn resource_of_key(
+    layout: StorageLayout,
+    global: &GlobalArgs,
+    key: &str,
+) -> Result<String, CliError> {
+    if let Some(resource) = &global.resource {
+        // A name the layout does not know would make a key prefix kube-apiserver never
+        // reads, to which no EncryptionConfiguration entry applies.
+        return layout
+            .lookup(resource)
+            .map(|known| known.group_resource.to_string())
+            .map_err(|err| CliError::Key(format!("--resource {resource}: {err}")));
+    }
+    layout
+        .resolve_key(key)
+        .map(|known| known.group_resource.to_string())
+        .map_err(|err| key_error(layout, key, &err))
+}
+
 /// The error for a key the layout cannot place: for a first segment close to a
 /// resource the layout knows, which one was probably meant, with the key spelt so.
 pub(crate) fn key_error(layout: StorageLayout, key: &str, err: &LayoutError) -> CliError {

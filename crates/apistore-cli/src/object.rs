@@ -14,6 +14,7 @@ use apistore::layers::etcd3::Etcd3Store;
 use apistore::layers::value::{Plaintext, TransformError, Transformer};
 use apistore::{
     ApiObject, ApiStore, Codec, CodecError, DynamicObject, Fields, MetaAccessor, StorageCodec,
+    StorageError,
 };
 use bytes::Bytes;
 use serde::{Deserialize, Serialize};
@@ -67,7 +68,7 @@ pub(crate) fn selectable_store(
     api: &ApiStore,
     resource: &str,
     skip_undecodable: bool,
-) -> Etcd3Store<Selectable> {
+) -> Result<Etcd3Store<Selectable>, StorageError> {
     if !skip_undecodable {
         return api.store(resource);
     }
@@ -80,10 +81,10 @@ pub(crate) fn selectable_store(
         codec,
         transformer,
     );
-    match api.metrics() {
+    Ok(match api.metrics() {
         Some(metrics) => store.with_metrics(metrics.clone()),
         None => store,
-    }
+    })
 }
 
 /// What the tolerant transformer hands the codec in place of a value it cannot read:

@@ -55,13 +55,7 @@ impl Offline {
 
     /// The resource a key belongs to, as online (`--resource` first).
     pub(crate) fn resource_of(&self, global: &GlobalArgs, key: &str) -> Result<String, CliError> {
-        if let Some(resource) = &global.resource {
-            return Ok(resource.clone());
-        }
-        self.layout
-            .resolve_key(key)
-            .map(|layout| layout.group_resource.to_string())
-            .map_err(|e| crate::keys::key_error(self.layout, key, &e))
+        crate::keys::resource_of_key(self.layout, global, key)
     }
 
     /// The value transformer of a resource: the configuration's providers, or identity.

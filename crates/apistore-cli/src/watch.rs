@@ -20,6 +20,11 @@ pub(crate) async fn print_watch_events(
     format: Option<OutputFormat>,
 ) -> Result<(), CliError> {
     let etcd_key = store.prepare_key(prefix)?;
+    if format == Some(OutputFormat::Table) {
+        // Printed before the first event arrives, so that a reader sees what the
+        // tab-separated columns are whether or not any event ever comes.
+        write_line(WATCH_TABLE_HEADER)?;
+    }
     let mut printed = 0;
     while max_events.is_none_or(|max| printed < max) {
         let Some(event) = apistore::layers::etcd3::next_event(&mut events).await else {
@@ -53,6 +58,9 @@ pub(crate) async fn print_watch_events(
     }
     Ok(())
 }
+
+/// The header line of `watch -o table`: the columns of [`event_line`]'s table rows.
+pub(crate) const WATCH_TABLE_HEADER: &str = "TYPE\tNAME\tNAMESPACE\tRESOURCEVERSION\tKIND\n";
 
 /// One event as printed: a JSON line, a YAML document, `<resource>/<name>`, or a tab
 /// separated TYPE NAME NAMESPACE RESOURCEVERSION KIND line.

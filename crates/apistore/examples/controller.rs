@@ -21,7 +21,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         .prefix(&prefix)
         .build()
         .await?;
-    let jobs = api.dynamic_store("jobs.batch");
+    let jobs = api.dynamic_store("jobs.batch")?;
 
     // Something else writes while the controller runs.
     let writer = {

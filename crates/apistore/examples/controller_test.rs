@@ -141,7 +141,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     ));
     // `ApiStore::in_memory()` is the same on the system clock.
     let _same_on_the_system_clock: MemoryApiStore = ApiStore::in_memory();
-    let configmaps = api.dynamic_store("configmaps");
+    let configmaps = api.dynamic_store("configmaps")?;
     let layout = api.resource_layout("configmaps");
     let key = |name: &str| layout.key("default", name);
 

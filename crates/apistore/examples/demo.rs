@@ -59,7 +59,7 @@ fn heading(title: &str) {
 
 async fn crud(api: &ApiStore) -> DemoResult {
     heading("create, read, update, delete");
-    let store = api.dynamic_store("configmaps");
+    let store = api.dynamic_store("configmaps")?;
     let cm = DynamicObject::new("v1", "ConfigMap", "settings")
         .within("default")
         .with("data", serde_json::json!({"color": "blue"}));
@@ -117,7 +117,7 @@ async fn crud(api: &ApiStore) -> DemoResult {
 
 async fn contention(api: &ApiStore) -> DemoResult {
     heading("16 writers, one counter, no lost update");
-    let store = api.dynamic_store("configmaps");
+    let store = api.dynamic_store("configmaps")?;
     let counter = DynamicObject::new("v1", "ConfigMap", "counter")
         .within("default")
         .with("data", serde_json::json!({"count": "0"}));
@@ -169,7 +169,7 @@ async fn contention(api: &ApiStore) -> DemoResult {
 
 async fn paging(api: &ApiStore) -> DemoResult {
     heading("list in pages with continue tokens");
-    let store = api.dynamic_store("pods");
+    let store = api.dynamic_store("pods")?;
     for i in 0..25 {
         let pod = DynamicObject::new("v1", "Pod", &format!("web-{i:02}"))
             .within("default")
@@ -219,7 +219,7 @@ async fn paging(api: &ApiStore) -> DemoResult {
 
 async fn watching(api: &ApiStore) -> DemoResult {
     heading("watch while another task writes");
-    let store = api.dynamic_store("pods");
+    let store = api.dynamic_store("pods")?;
     let current = store
         .list(
             "pods",
@@ -279,7 +279,7 @@ async fn watching(api: &ApiStore) -> DemoResult {
 
 async fn encryption_at_rest(api: &ApiStore, endpoints: &str, registry: &Registry) -> DemoResult {
     heading("encryption at rest, key rotation");
-    let secrets = api.dynamic_store("secrets");
+    let secrets = api.dynamic_store("secrets")?;
     let secret = DynamicObject::new("v1", "Secret", "db-password")
         .within("default")
         .with("data", serde_json::json!({"password": "aHVudGVyMg=="}));
@@ -310,7 +310,7 @@ async fn encryption_at_rest(api: &ApiStore, endpoints: &str, registry: &Registry
         .encryption_config(encryption(&[("key2", KEY2), ("key1", KEY1)])?)
         .build()
         .await?;
-    let secrets = rotated.dynamic_store("secrets");
+    let secrets = rotated.dynamic_store("secrets")?;
     let summary = rewrite_stale(
         &secrets,
         "secrets",

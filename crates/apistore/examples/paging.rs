@@ -15,7 +15,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         .prefix(&prefix)
         .build()
         .await?;
-    let events = api.dynamic_store("events");
+    let events = api.dynamic_store("events")?;
     for i in 0..1200 {
         let event = DynamicObject::new("v1", "Event", &format!("e{i:05}")).within("default");
         events

@@ -37,7 +37,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     };
 
     let v1 = connect(&[("key1", KEY1)]).await?;
-    let secrets = v1.dynamic_store("secrets");
+    let secrets = v1.dynamic_store("secrets")?;
     for name in ["db", "api", "tls"] {
         let secret = DynamicObject::new("v1", "Secret", name)
             .within("default")
@@ -50,7 +50,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
 
     let v2 = connect(&[("key2", KEY2), ("key1", KEY1)]).await?;
     let summary = rewrite_stale(
-        &v2.dynamic_store("secrets"),
+        &v2.dynamic_store("secrets")?,
         "secrets",
         &RewriteOptions {
             concurrency: 4,
@@ -68,7 +68,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
 
     let v3 = connect(&[("key2", KEY2)]).await?;
     let db = v3
-        .dynamic_store("secrets")
+        .dynamic_store("secrets")?
         .get("secrets/default/db", &GetOptions::default())
         .await?;
     println!("key1 removed, still reads: {}", db.data["data"]);

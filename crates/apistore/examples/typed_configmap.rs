@@ -20,7 +20,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         .prefix(&prefix)
         .build()
         .await?;
-    let configmaps = api.store::<ConfigMap>("configmaps");
+    let configmaps = api.store::<ConfigMap>("configmaps")?;
 
     let cm = ConfigMap {
         metadata: ObjectMeta {

@@ -442,9 +442,28 @@ impl ApiStore {
     /// as kube-apiserver writes this resource: protobuf for built-ins (so a Rust control
     /// plane can share etcd with kube-apiserver), JSON for custom resources.
     ///
+    /// The resource is named as kube names it (`configmaps`, `deployments.apps`), by a
+    /// kubectl short name (`cm`) or a singular (`configmap`), or as a custom resource
+    /// (`widgets.example.com`); the store is the canonical resource's.
+    ///
     /// With an object count poll interval set, the first store made for a resource
     /// also starts polling that resource's count.
-    pub fn store<T>(&self, resource: &str) -> Etcd3Store<T>
+    ///
+    /// # Errors
+    ///
+    /// A bad request naming the closest resource the chosen kube version knows, for a
+    /// name it does not know: a typo would otherwise make a key prefix kube-apiserver
+    /// never reads, to which no EncryptionConfiguration entry applies.
+    pub fn store<T>(&self, resource: &str) -> Result<Etcd3Store<T>, StorageError>
+    where
+        T: ApiObject + Clone + Default + Send + Sync + Serialize + DeserializeOwned + 'static,
+    {
+        let resource = self.recipe.known_resource(resource)?;
+        Ok(self.canonical_store(&resource))
+    }
+
+    /// [`Self::store`] of a name already made canonical by the layout.
+    pub(crate) fn canonical_store<T>(&self, resource: &str) -> Etcd3Store<T>
     where
         T: ApiObject + Clone + Default + Send + Sync + Serialize + DeserializeOwned + 'static,
     {
@@ -491,8 +510,12 @@ impl ApiStore {
         }
     }
 
-    /// A store of [`DynamicObject`]s for a resource.
-    pub fn dynamic_store(&self, resource: &str) -> Etcd3Store<DynamicObject> {
+    /// A store of [`DynamicObject`]s for a resource, named as for [`Self::store`].
+    ///
+    /// # Errors
+    ///
+    /// A name the chosen kube version does not know, as [`Self::store`].
+    pub fn dynamic_store(&self, resource: &str) -> Result<Etcd3Store<DynamicObject>, StorageError> {
         self.store(resource)
     }
 
@@ -506,7 +529,7 @@ impl ApiStore {
         options: &crate::RewriteOptions,
         progress: impl Fn(usize, usize) + Sync,
     ) -> Result<crate::RewriteSummary, StorageError> {
-        let store: Etcd3Store<DynamicObject> = self.make_store(resource);
+        let store: Etcd3Store<DynamicObject> = self.dynamic_store(resource)?;
         crate::rewrite_stale(&store, prefix, options, progress).await
     }
 }

@@ -107,7 +107,7 @@ impl ApiStore {
         let cacher = match existing {
             Some(cacher) => cacher,
             None => {
-                let store = self.store::<T>(resource);
+                let store = self.canonical_store::<T>(resource);
                 let layout = self.resource_layout(resource);
                 let mut config = CacherConfig::new(
                     format!("/{}", layout.key_prefix),

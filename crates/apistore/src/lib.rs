@@ -10,7 +10,7 @@
 //! # async fn run() -> Result<(), Box<dyn std::error::Error>> {
 //! let api = ApiStore::builder().endpoints(["http://127.0.0.1:2379"]).build().await?;
 //! // Custom resources live at <group>/<plural>, as kube-apiserver keeps them.
-//! let widgets = api.dynamic_store("widgets.example.com");
+//! let widgets = api.dynamic_store("widgets.example.com")?;
 //! let key = api.resource_layout("widgets.example.com").key("default", "w1");
 //! assert_eq!(key, "example.com/widgets/default/w1");
 //! let w = DynamicObject::new("example.com/v1", "Widget", "w1").within("default");
@@ -68,7 +68,8 @@
 //! - `kms-grpc`: `kms` (v2) providers in encryption configuration files, their plugins
 //!   reached over gRPC.
 //! - `k8s-openapi`: store k8s-openapi types directly, e.g.
-//!   `api.store::<k8s_openapi::api::core::v1::ConfigMap>("configmaps")`. Your
+//!   `api.typed::<k8s_openapi::api::core::v1::ConfigMap>().await?`, the resource taken
+//!   from the type. Your
 //!   application picks the k8s-openapi version feature. apistore builds against
 //!   k8s-openapi 0.29, whose features are `v1_33` to `v1_37` (`earliest`, `latest`).
 //!

@@ -22,7 +22,7 @@
 //!
 //! # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
 //! let api = ApiStore::in_memory();
-//! let widgets = api.dynamic_store("widgets.example.com");
+//! let widgets = api.dynamic_store("widgets.example.com")?;
 //! let key = api.resource_layout("widgets.example.com").key("default", "w1");
 //! let w = DynamicObject::new("example.com/v1", "Widget", "w1").within("default");
 //! let created = widgets.create(&key, w, 0).await?;
@@ -135,7 +135,20 @@ impl MemoryApiStore {
     /// A typed store for a resource, as [`ApiStore::store`]: keys relative to the
     /// prefix and under the resource's key prefix, values read in either encoding and
     /// written as kube-apiserver writes this resource.
-    pub fn store<T>(&self, resource: &str) -> MemoryStore<T>
+    ///
+    /// # Errors
+    ///
+    /// A name the chosen kube version does not know, as [`ApiStore::store`].
+    pub fn store<T>(&self, resource: &str) -> Result<MemoryStore<T>>
+    where
+        T: ApiObject + Clone + Default + Send + Sync + Serialize + DeserializeOwned + 'static,
+    {
+        let resource = self.recipe.known_resource(resource)?;
+        Ok(self.canonical_store(&resource))
+    }
+
+    /// [`Self::store`] of a name already made canonical by the layout.
+    fn canonical_store<T>(&self, resource: &str) -> MemoryStore<T>
     where
         T: ApiObject + Clone + Default + Send + Sync + Serialize + DeserializeOwned + 'static,
     {
@@ -147,8 +160,12 @@ impl MemoryApiStore {
         )
     }
 
-    /// A store of [`DynamicObject`]s for a resource.
-    pub fn dynamic_store(&self, resource: &str) -> MemoryStore<DynamicObject> {
+    /// A store of [`DynamicObject`]s for a resource, as [`ApiStore::dynamic_store`].
+    ///
+    /// # Errors
+    ///
+    /// A name the chosen kube version does not know, as [`ApiStore::store`].
+    pub fn dynamic_store(&self, resource: &str) -> Result<MemoryStore<DynamicObject>> {
         self.store(resource)
     }
 
@@ -159,7 +176,6 @@ impl MemoryApiStore {
     where
         T: ApiObject + Clone + Default + Send + Sync + Serialize + DeserializeOwned + 'static,
     {
-        let canonical = self.recipe.known_resource(resource)?;
-        Ok(ResourceStore::Memory(self.store(&canonical)))
+        Ok(ResourceStore::Memory(self.store(resource)?))
     }
 }

@@ -165,7 +165,7 @@ impl ApiStore {
         if let Some(cacher) = self.cached_store::<T>(&canonical).await? {
             return Ok(ResourceStore::Cached(cacher));
         }
-        Ok(ResourceStore::Direct(self.store(&canonical)))
+        Ok(ResourceStore::Direct(self.canonical_store(&canonical)))
     }
 }
 

@@ -6,7 +6,7 @@
 //!
 //! # async fn run() -> Result<(), Box<dyn std::error::Error>> {
 //! let api = ApiStore::builder().build().await?;
-//! let configmaps = api.dynamic_store("configmaps");
+//! let configmaps = api.dynamic_store("configmaps")?;
 //! let default = configmaps.namespaced("default");
 //! default.create(DynamicObject::new("v1", "ConfigMap", "cm1").within("default")).await?;
 //! let cm = default.get("cm1").await?;

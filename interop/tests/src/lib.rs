@@ -220,7 +220,9 @@ impl Interop {
             .resource_prefix
             .get_or_insert_with(|| format!("/{key_prefix}"));
         let go = Reference::start(&endpoint, &options);
-        let store = api.dynamic_store(&options.resource);
+        let store = api
+            .dynamic_store(&options.resource)
+            .unwrap_or_else(|err| panic!("{err}"));
         Self {
             etcd,
             go,
@@ -263,6 +265,7 @@ impl Interop {
         api_store(&self.etcd.endpoint(), encryption, &self.media_type)
             .await
             .dynamic_store(&self.resource)
+            .unwrap_or_else(|err| panic!("{err}"))
     }
 
     /// A plain etcd client, for raw reads, writes and compactions.

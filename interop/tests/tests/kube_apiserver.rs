@@ -183,7 +183,7 @@ async fn run(minor: u32) {
             }
             Err(err) => findings.note(case, "apistore get", err),
         }
-        let store = api.dynamic_store(&case.resource);
+        let store = api.dynamic_store(&case.resource).unwrap();
         let listed = store
             .list(case.list_prefix(), &ListOptions::prefix())
             .await
@@ -253,6 +253,7 @@ async fn run(minor: u32) {
         );
         let updated = api
             .dynamic_store(&case.resource)
+            .unwrap()
             .guaranteed_update(
                 &case.key,
                 UpdateOptions::default(),
@@ -388,7 +389,7 @@ async fn watch_until(
     let target = kube_view["metadata"]["resourceVersion"]
         .as_str()
         .unwrap_or_default();
-    let store = api.dynamic_store(&case.resource);
+    let store = api.dynamic_store(&case.resource).unwrap();
     let options = ListOptions {
         resource_version: resource_version.to_owned(),
         ..ListOptions::default()

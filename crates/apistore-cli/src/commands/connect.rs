@@ -147,13 +147,7 @@ pub(crate) fn resource_of(
     global: &GlobalArgs,
     key: &str,
 ) -> Result<String, CliError> {
-    if let Some(resource) = &global.resource {
-        return Ok(resource.clone());
-    }
-    api.layout()
-        .resolve_key(key)
-        .map(|layout| layout.group_resource.to_string())
-        .map_err(|e| crate::keys::key_error(api.layout(), key, &e))
+    crate::keys::resource_of_key(api.layout(), global, key)
 }
 
 /// A store that reads any key under the prefix, for `keys` (which need not name a

@@ -31,7 +31,7 @@ pub(super) async fn get(
     raw: bool,
     raw_out: Option<&Path>,
 ) -> Result<(), CliError> {
-    let store = api.dynamic_store(&resource_of(api, global, key)?);
+    let store = api.dynamic_store(&resource_of(api, global, key)?)?;
     if raw || raw_out.is_some() {
         let revision = match (&resource_version, exact) {
             (Some(rv), true) => rv.parse::<i64>().map_err(|e| CliError::FlagValue {
@@ -81,7 +81,7 @@ pub(super) async fn count(
     global: &GlobalArgs,
     prefix: &str,
 ) -> Result<(), CliError> {
-    let store = api.dynamic_store(&resource_of(api, global, prefix)?);
+    let store = api.dynamic_store(&resource_of(api, global, prefix)?)?;
     let count = store.count(prefix).await?;
     // Without -o, the bare number, as always.
     match global.output {
@@ -100,7 +100,7 @@ pub(super) async fn list(
     let format = global.format();
     let prefix = args.key_prefix.clone();
     let resource = resource_of(api, global, &prefix)?;
-    let store = selectable_store(api, &resource, false);
+    let store = selectable_store(api, &resource, false)?;
     let mut options = list_options(&args, &resource, &store.prepare_key(&prefix)?)?;
     if args.skip_undecodable {
         let list = list_skipping_undecodable(&store, &prefix, &options).await?;
@@ -193,7 +193,7 @@ pub(super) async fn watch(
     let resource = resource_of(api, global, &key_prefix)?;
     // Asking for initial events is asking for kube-apiserver's WatchList feature.
     let store =
-        selectable_store(api, &resource, skip_undecodable).with_watch_list(send_initial_events);
+        selectable_store(api, &resource, skip_undecodable)?.with_watch_list(send_initial_events);
     let resource_version = if from_now {
         // The changes after the current revision: no ADDED event for what exists.
         store.get_current_resource_version().await?.to_string()

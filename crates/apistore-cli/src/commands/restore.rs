@@ -99,7 +99,7 @@ pub(super) async fn restore(
         return Err(incomplete(&summary));
     }
     for plan in planned {
-        let store = api.dynamic_store(&plan.resource);
+        let store = api.dynamic_store(&plan.resource)?;
         let outcome = if args.dry_run {
             would_write(&store, &plan.key, args.overwrite).await
         } else {

@@ -28,7 +28,7 @@ pub(super) async fn create(
     let mut object = read_object(file)?;
     let resource = resource_of(api, global, key)?;
     check_object(key, &api.resource_layout(&resource).key_prefix, &mut object)?;
-    let store = api.dynamic_store(&resource);
+    let store = api.dynamic_store(&resource)?;
     if dry_run {
         if let Some(entry) = store.raw_get(key, 0).await? {
             return Err(StorageError::KeyExists {
@@ -60,7 +60,7 @@ pub(super) async fn update(
         &api.resource_layout(&resource).key_prefix,
         &mut desired,
     )?;
-    let store = api.dynamic_store(&resource);
+    let store = api.dynamic_store(&resource)?;
     let etcd_key = store.prepare_key(key)?;
     let wanted_rv = desired.metadata.resource_version.clone();
     let preconditions = preconditions_of(preconditions);
@@ -102,7 +102,7 @@ pub(super) async fn delete(
     force: bool,
 ) -> Result<(), CliError> {
     let format = global.format();
-    let store = api.dynamic_store(&resource_of(api, global, key)?);
+    let store = api.dynamic_store(&resource_of(api, global, key)?)?;
     if force {
         return delete_unreadable(&store, key, dry_run).await;
     }

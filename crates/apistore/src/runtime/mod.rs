@@ -11,7 +11,7 @@
 //!
 //! # async fn run() -> Result<(), Box<dyn std::error::Error>> {
 //! let api = ApiStore::builder().endpoints(["http://127.0.0.1:2379"]).build().await?;
-//! let pods = api.dynamic_store("pods");
+//! let pods = api.dynamic_store("pods")?;
 //! let (cache, writer) = reflector::store();
 //! let events = watcher::watcher(pods, "pods/default", watcher::Config::default().labels("app=web"));
 //! let mut events = std::pin::pin!(reflector::reflector(writer, events));
