@@ -40,6 +40,13 @@ pub(crate) struct GlobalArgs {
     /// `count`, `history` and `analyze`; `--endpoints` is then not used.
     #[arg(long, global = true, value_name = "FILE")]
     pub(crate) snapshot: Option<PathBuf>,
+    /// The namespace of the keys given, as kubectl's -n: `get cm/cm1 -n kube-system` is
+    /// `configmaps/kube-system/cm1`, `list cm -n kube-system` lists that namespace. Keys
+    /// of cluster-scoped resources are left as they are (as kubectl ignores -n for
+    /// them); a key naming another namespace is refused. Not for `keys` and `analyze`,
+    /// which take raw prefixes.
+    #[arg(short = 'n', long, global = true, value_name = "NAMESPACE")]
+    pub(crate) namespace: Option<String>,
     /// The key prefix (kube-apiserver's --etcd-prefix).
     #[arg(long, global = true, default_value = "/registry")]
     pub(crate) prefix: String,
@@ -491,4 +498,46 @@ pub(crate) struct PreconditionArgs {
     /// The object's resourceVersion must be this.
     #[arg(long = "precondition-rv")]
     pub(crate) resource_version: Option<String>,
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::CommandFactory;
+
+    use super::*;
+
+    /// A subcommand's help shows its own options first, the global ones after, under
+    /// their own heading.
+    #[test]
+    fn subcommand_help_lists_its_own_options_before_the_global_ones() {
+        let mut command = Cli::command();
+        // Global options reach subcommands when the command is built, as on a run.
+        command.build();
+        let help = command
+            .find_subcommand_mut("get")
+            .map(|get| get.render_long_help().to_string())
+            .unwrap_or_default();
+        let own = help.find("--exact").unwrap_or(usize::MAX);
+        let heading = help.find("Global options:").unwrap_or(0);
+        let global = help.find("--endpoints").unwrap_or(0);
+        assert!(own < heading && heading < global, "{help}");
+    }
+
+    /// `-o`'s help says what each command prints without it.
+    #[test]
+    fn output_help_names_each_commands_default() {
+        let help = Cli::command().render_long_help().to_string();
+        for default in [
+            "one JSON line per event for watch",
+            "the bare number for count",
+            "a table for keys",
+        ] {
+            assert!(help.contains(default), "{default:?} missing: {help}");
+        }
+    }
+
+    #[test]
+    fn the_command_line_definition_is_consistent() {
+        Cli::command().debug_assert();
+    }
 }

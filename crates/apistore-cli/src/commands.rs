@@ -92,29 +92,42 @@ async fn run_command(
     }
     // Online and offline alike: the layout is the kube version's either way.
     let layout = apistore::StorageLayout::for_kube(connect::kube_version(global)?);
-    let command = crate::keys::normalize(command, layout, global);
+    let command = crate::keys::normalize(command, layout, global)?;
     if let Some(path) = &global.snapshot {
         return run_offline(command, global, path).await;
     }
     let api = connect::connect(global, registry).await?;
+    let doing = crate::explain::Doing::of(&command);
+    match run_online(&api, command, global).await {
+        Err(err) => Err(crate::explain::explain(&api, global, doing, err).await),
+        Ok(()) => Ok(()),
+    }
+}
+
+/// Hands a command to the module that owns it.
+async fn run_online(
+    api: &apistore::ApiStore,
+    command: Command,
+    global: &GlobalArgs,
+) -> Result<(), CliError> {
     match command {
         // Handled before connecting.
         Command::Completions { .. } | Command::Decode { .. } => Ok(()),
         Command::Create { key, file, dry_run } => {
-            write::create(&api, global, &key, &file, dry_run).await
+            write::create(api, global, &key, &file, dry_run).await
         }
         Command::Update {
             key,
             file,
             preconditions,
             dry_run,
-        } => write::update(&api, global, &key, &file, preconditions, dry_run).await,
+        } => write::update(api, global, &key, &file, preconditions, dry_run).await,
         Command::Delete {
             key,
             preconditions,
             dry_run,
             force,
-        } => write::delete(&api, global, &key, preconditions, dry_run, force).await,
+        } => write::delete(api, global, &key, preconditions, dry_run, force).await,
         Command::Get {
             key,
             resource_version,
@@ -123,7 +136,7 @@ async fn run_command(
             raw_out,
         } => {
             read::get(
-                &api,
+                api,
                 global,
                 &key,
                 resource_version,
@@ -136,26 +149,26 @@ async fn run_command(
         Command::Keys {
             key_prefix,
             revision,
-        } => read::keys(&api, global, key_prefix.as_deref(), revision).await,
-        Command::Count { key_prefix } => read::count(&api, global, &key_prefix).await,
-        Command::History { key } => crate::history::online(&api, global, &key).await,
-        Command::Analyze(args) => crate::analyze::online(&api, global, &args).await,
-        Command::Restore(args) => restore::restore(&api, global, args).await,
-        Command::List(args) => read::list(&api, global, args).await,
-        Command::Watch(args) => read::watch(&api, global, args).await,
+        } => read::keys(api, global, key_prefix.as_deref(), revision).await,
+        Command::Count { key_prefix } => read::count(api, global, &key_prefix).await,
+        Command::History { key } => crate::history::online(api, global, &key).await,
+        Command::Analyze(args) => crate::analyze::online(api, global, &args).await,
+        Command::Restore(args) => restore::restore(api, global, args).await,
+        Command::List(args) => read::list(api, global, args).await,
+        Command::Watch(args) => read::watch(api, global, args).await,
         Command::Encryption(EncryptionCommand::Rewrite {
             key_prefix,
             concurrency,
             dry_run,
             skip_undecodable,
         }) => {
-            let resource = connect::resource_of(&api, global, &key_prefix)?;
+            let resource = connect::resource_of(api, global, &key_prefix)?;
             let options = apistore::RewriteOptions {
                 concurrency,
                 dry_run,
             };
             crate::rewrite::rewrite(
-                &api,
+                api,
                 &resource,
                 &key_prefix,
                 &options,

@@ -93,6 +93,18 @@ pub(crate) enum CliError {
     /// The command was stopped by SIGINT (Ctrl-C) before it ended.
     #[error("stopped by SIGINT")]
     Interrupted,
+    /// A watch ended with an ERROR event: kube's status, whose message names the key.
+    #[error("{}", .0.message)]
+    WatchEnded(Box<apistore::Status>),
+    /// An error and what to do about it (`explain.rs`): the error's own text first
+    /// (without a closing full stop, which would end the line before the fix).
+    #[error("{}; {fix}", error.to_string().trim_end_matches('.'))]
+    WithFix {
+        /// The error as the store or the command gave it.
+        error: Box<Self>,
+        /// What to do about it.
+        fix: String,
+    },
 }
 
 impl CliError {
@@ -106,6 +118,8 @@ impl CliError {
                 "InternalError".to_owned()
             }
             Self::Interrupted => "Interrupted".to_owned(),
+            Self::WatchEnded(status) => status.reason.clone(),
+            Self::WithFix { error, .. } => error.reason(),
             Self::RestoreIncomplete { failed: 0, .. } => "AlreadyExists".to_owned(),
             Self::RestoreIncomplete { .. } => "InternalError".to_owned(),
             Self::Tls(_)
@@ -124,6 +138,7 @@ impl CliError {
     pub(crate) fn exit_code(&self) -> u8 {
         match self {
             Self::Interrupted => 130,
+            Self::WithFix { error, .. } => error.exit_code(),
             // The encryption configuration file named by --encryption-config.
             Self::Connect(BuildError::Encryption { .. })
             | Self::Tls(_)
@@ -135,6 +150,7 @@ impl CliError {
             | Self::Key(_)
             | Self::Usage(_) => 2,
             Self::Storage(_)
+            | Self::WatchEnded(_)
             | Self::Connect(_)
             | Self::RewriteFailed { .. }
             | Self::Output(_)

@@ -60,6 +60,44 @@ pub(crate) fn resource_key(layout: StorageLayout, global: &GlobalArgs, key: &str
     }
 }
 
+/// A resource key with `-n NAMESPACE` put in: after the resource's key prefix, before
+/// the name (`configmaps/cm1` is `configmaps/NS/cm1`, `configmaps` is `configmaps/NS`).
+/// A key that names the namespace already is kept; one naming another is a mistake. A
+/// cluster-scoped resource's key, one `--resource` places, or one the layout cannot
+/// place (the store's error names it) is left as it is.
+fn in_namespace(
+    layout: StorageLayout,
+    global: &GlobalArgs,
+    key: String,
+) -> Result<String, CliError> {
+    let Some(namespace) = &global.namespace else {
+        return Ok(key);
+    };
+    if global.resource.is_some() {
+        return Ok(key);
+    }
+    let Ok(placed) = layout.resolve_key(&key) else {
+        return Ok(key);
+    };
+    // A custom resource may be either: -n says it is namespaced.
+    if placed.built_in.is_some_and(|built_in| !built_in.namespaced) {
+        return Ok(key);
+    }
+    let prefix = placed.key_prefix;
+    let rest = key
+        .strip_prefix(prefix.as_str())
+        .unwrap_or_default()
+        .trim_start_matches('/');
+    match rest.split_once('/') {
+        None if rest.is_empty() => Ok(format!("{prefix}/{namespace}")),
+        None => Ok(format!("{prefix}/{namespace}/{rest}")),
+        Some((named, _)) if named == namespace => Ok(key),
+        Some((named, _)) => Err(CliError::Usage(format!(
+            "key {key:?} is in namespace {named:?} and -n says {namespace:?}: give the key              without its namespace, or drop -n"
+        ))),
+    }
+}
+
 /// The one built-in resource, in any group, whose plural `name` is or is the singular
 /// of, as kubectl takes `deployment` for `deployments.apps`; none when several groups
 /// have it (`events`), so that nothing is guessed.
@@ -126,16 +164,24 @@ pub(crate) fn key_error(layout: StorageLayout, key: &str, err: &LayoutError) -> 
 /// `command` with every key and prefix it takes as the store takes them: resource keys
 /// through [`resource_key`], the raw prefixes of `keys` and `analyze` (any key, not
 /// only a resource's) with the store prefix stripped only.
-pub(crate) fn normalize(command: Command, layout: StorageLayout, global: &GlobalArgs) -> Command {
-    let key = |key: String| resource_key(layout, global, &key);
+///
+/// # Errors
+///
+/// A key naming another namespace than `-n`.
+pub(crate) fn normalize(
+    command: Command,
+    layout: StorageLayout,
+    global: &GlobalArgs,
+) -> Result<Command, CliError> {
+    let key = |key: String| in_namespace(layout, global, resource_key(layout, global, &key));
     let raw = |key: Option<String>| key.map(|k| strip_store_prefix(&global.prefix, &k));
-    match command {
+    Ok(match command {
         Command::Create {
             key: k,
             file,
             dry_run,
         } => Command::Create {
-            key: key(k),
+            key: key(k)?,
             file,
             dry_run,
         },
@@ -146,7 +192,7 @@ pub(crate) fn normalize(command: Command, layout: StorageLayout, global: &Global
             raw,
             raw_out,
         } => Command::Get {
-            key: key(k),
+            key: key(k)?,
             resource_version,
             exact,
             raw,
@@ -165,7 +211,7 @@ pub(crate) fn normalize(command: Command, layout: StorageLayout, global: &Global
             preconditions,
             dry_run,
         } => Command::Update {
-            key: key(k),
+            key: key(k)?,
             file,
             preconditions,
             dry_run,
@@ -176,29 +222,29 @@ pub(crate) fn normalize(command: Command, layout: StorageLayout, global: &Global
             dry_run,
             force,
         } => Command::Delete {
-            key: key(k),
+            key: key(k)?,
             preconditions,
             dry_run,
             force,
         },
         Command::Count { key_prefix } => Command::Count {
-            key_prefix: key(key_prefix),
+            key_prefix: key(key_prefix)?,
         },
-        Command::History { key: k } => Command::History { key: key(k) },
+        Command::History { key: k } => Command::History { key: key(k)? },
         Command::Analyze(mut args) => {
             args.key_prefix = raw(args.key_prefix);
             Command::Analyze(args)
         }
         Command::Restore(mut args) => {
-            args.keys = args.keys.into_iter().map(key).collect();
+            args.keys = args.keys.into_iter().map(key).collect::<Result<_, _>>()?;
             Command::Restore(args)
         }
         Command::List(mut args) => {
-            args.key_prefix = key(args.key_prefix);
+            args.key_prefix = key(args.key_prefix)?;
             Command::List(args)
         }
         Command::Watch(mut args) => {
-            args.key_prefix = key(args.key_prefix);
+            args.key_prefix = key(args.key_prefix)?;
             Command::Watch(args)
         }
         Command::Encryption(EncryptionCommand::Rewrite {
@@ -207,7 +253,7 @@ pub(crate) fn normalize(command: Command, layout: StorageLayout, global: &Global
             dry_run,
             skip_undecodable,
         }) => Command::Encryption(EncryptionCommand::Rewrite {
-            key_prefix: key(key_prefix),
+            key_prefix: key(key_prefix)?,
             concurrency,
             dry_run,
             skip_undecodable,
@@ -215,7 +261,7 @@ pub(crate) fn normalize(command: Command, layout: StorageLayout, global: &Global
         Command::Completions { shell } => Command::Completions { shell },
         // Its key is the authenticated data as well: decode places it itself.
         Command::Decode { file, etcd_key } => Command::Decode { file, etcd_key },
-    }
+    })
 }
 
 #[cfg(test)]
@@ -230,6 +276,52 @@ mod tests {
             .unwrap_or_else(|err| panic!("{err}"));
         let layout = StorageLayout::for_kube(apistore::KubeVersion::LATEST);
         resource_key(layout, &cli.global, key)
+    }
+
+    /// The key a `get` with `flags` reads, through the whole normalisation.
+    fn normalized(flags: &[&str], key: &str) -> Result<String, String> {
+        let cli = Cli::try_parse_from([&["apistore"], flags, &["get", key]].concat())
+            .unwrap_or_else(|err| panic!("{err}"));
+        let layout = StorageLayout::for_kube(apistore::KubeVersion::LATEST);
+        match normalize(cli.command, layout, &cli.global) {
+            Ok(Command::Get { key, .. }) => Ok(key),
+            Ok(other) => panic!("not a get: {other:?}"),
+            Err(err) => Err(err.to_string()),
+        }
+    }
+
+    #[test]
+    fn a_namespace_flag_goes_into_namespaced_keys_only() {
+        for (flags, key, want) in [
+            (
+                &["-n", "kube-system"][..],
+                "cm/cm1",
+                "configmaps/kube-system/cm1",
+            ),
+            (
+                &["-n", "kube-system"],
+                "configmaps",
+                "configmaps/kube-system",
+            ),
+            (&["--namespace", "ns1"], "svc/s1", "services/specs/ns1/s1"),
+            (&["-n", "ns1"], "configmaps/ns1/cm1", "configmaps/ns1/cm1"),
+            (
+                &["-n", "ns1"],
+                "example.com/widgets/w1",
+                "example.com/widgets/ns1/w1",
+            ),
+            // Cluster-scoped: -n does not apply, as in kubectl.
+            (&["-n", "ns1"], "nodes/n1", "minions/n1"),
+            (&[], "cm/cm1", "configmaps/cm1"),
+        ] {
+            assert_eq!(
+                normalized(flags, key).as_deref(),
+                Ok(want),
+                "{flags:?} {key}"
+            );
+        }
+        let err = normalized(&["-n", "ns1"], "configmaps/ns2/cm1").unwrap_err();
+        assert!(err.contains("\"ns2\"") && err.contains("\"ns1\""), "{err}");
     }
 
     #[test]

@@ -6,6 +6,7 @@ mod commands;
 mod decode;
 mod diff;
 mod error;
+mod explain;
 mod fields;
 mod history;
 mod keys;

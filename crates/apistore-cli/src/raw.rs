@@ -14,19 +14,8 @@ use crate::output::{print, write_stdout};
 /// What a value is stored as: `json`, `protobuf`, `<provider>:<key>` for an encrypted
 /// value (`k8s:enc:aesgcm:v1:key1:...` is `aesgcm:key1`), `unknown` otherwise.
 pub(crate) fn encoding(value: &[u8]) -> String {
-    if let Some(rest) = value.strip_prefix(b"k8s:enc:") {
-        // <provider>:<version>:<key name>:<ciphertext>
-        let mut parts = rest.splitn(4, |b| *b == b':');
-        if let (Some(provider), Some(_version), Some(key), Some(_)) =
-            (parts.next(), parts.next(), parts.next(), parts.next())
-        {
-            return format!(
-                "{}:{}",
-                String::from_utf8_lossy(provider),
-                String::from_utf8_lossy(key)
-            );
-        }
-        return "encrypted".to_owned();
+    if let Some(encryption) = apistore::layers::value::encryption_name(value) {
+        return encryption;
     }
     if apistore::layers::protobuf::is_protobuf(value) {
         return "protobuf".to_owned();

@@ -3,7 +3,7 @@
 use std::io::Write;
 
 use apistore::layers::etcd3::Etcd3Store;
-use apistore::{StorageError, WatchEvent, WatchStream};
+use apistore::{WatchEvent, WatchStream};
 
 use crate::args::OutputFormat;
 use crate::error::CliError;
@@ -19,7 +19,8 @@ pub(crate) async fn print_watch_events(
     max_events: Option<u64>,
     format: Option<OutputFormat>,
 ) -> Result<(), CliError> {
-    let etcd_key = store.prepare_key(prefix)?;
+    // A bad prefix is refused before anything is printed.
+    store.prepare_key(prefix)?;
     if format == Some(OutputFormat::Table) {
         // Printed before the first event arrives, so that a reader sees what the
         // tab-separated columns are whether or not any event ever comes.
@@ -50,10 +51,9 @@ pub(crate) async fn print_watch_events(
             if let Some(rest) = status.message.strip_prefix(&prefix) {
                 status.message = rest.to_owned();
             }
-            return Err(CliError::Storage(StorageError::Api {
-                key: etcd_key,
-                status,
-            }));
+            // kube's message names the key the watch failed on (the object's, for an
+            // unreadable value); naming the watched prefix after it would name two.
+            return Err(CliError::WatchEnded(status));
         }
     }
     Ok(())

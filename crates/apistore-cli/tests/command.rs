@@ -650,9 +650,11 @@ async fn every_command_honours_the_output_format() {
 
     let events = f.ok(&["-o", "table", "watch", "configmaps", "--max-events", "3"]);
     let lines: Vec<&str> = events.lines().collect();
-    assert_eq!(lines.len(), 3, "{events}");
-    assert!(lines[0].starts_with("ADDED\tcm1\tdefault\t"), "{events}");
-    assert!(lines[0].ends_with("\tConfigMap"), "{events}");
+    // The header, then a row per event.
+    assert_eq!(lines.len(), 4, "{events}");
+    assert_eq!(lines[0], "TYPE\tNAME\tNAMESPACE\tRESOURCEVERSION\tKIND");
+    assert!(lines[1].starts_with("ADDED\tcm1\tdefault\t"), "{events}");
+    assert!(lines[1].ends_with("\tConfigMap"), "{events}");
     let events = f.ok(&["-o", "name", "watch", "configmaps", "--max-events", "1"]);
     assert_eq!(events, "configmap/cm1\n");
 }
@@ -1103,5 +1105,31 @@ async fn decode_prints_a_stored_value_from_a_file_or_stdin() {
         &["decode", garbage.to_str().unwrap()],
         2,
         "cannot decode the value (unknown) as a kube object",
+    );
+}
+
+#[tokio::test]
+async fn a_namespace_flag_reads_and_lists_one_namespace_as_kubectl_does() {
+    let f = Fixture::new("cli-namespace-flag");
+    f.create("configmaps/default/cm1", CM1);
+    f.create(
+        "configmaps/other/cm2",
+        &CM1.replace("\"cm1\"", "\"cm2\"")
+            .replace("\"default\"", "\"other\""),
+    );
+    assert_eq!(
+        f.ok(&["-o", "name", "list", "cm", "-n", "other"]),
+        "configmap/cm2\n"
+    );
+    assert!(
+        f.ok(&["get", "cm/cm1", "-n", "default"])
+            .contains("name: cm1")
+    );
+    fails_with(&f, &["get", "cm/cm1", "-n", "other"], 1, "NotFound");
+    fails_with(
+        &f,
+        &["get", "configmaps/default/cm1", "-n", "other"],
+        2,
+        "drop -n",
     );
 }

@@ -14,22 +14,8 @@ mod common;
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 
-use apistore_testing::etcd::{EtcdOptions, EtcdServer};
 use common::*;
 use serde_json::Value;
-
-/// A fixture over an etcd of its own, with the prefix kube uses.
-fn own_etcd(name: &str) -> (EtcdServer, Fixture) {
-    let etcd = EtcdServer::start(EtcdOptions::default())
-        .unwrap_or_else(|err| panic!("an etcd of the test's own is needed: {err}"));
-    let fixture = Fixture {
-        endpoint: etcd.endpoint(),
-        prefix: format!("/{name}"),
-        dir: tempfile::tempdir().unwrap(),
-        global: Vec::new(),
-    };
-    (etcd, fixture)
-}
 
 fn json(text: &str) -> Value {
     serde_json::from_str(text).unwrap_or_else(|e| panic!("{e}: {text}"))
@@ -139,7 +125,7 @@ async fn write_and_save(f: &mut Fixture) -> Written {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn snapshot_reads_match_what_etcd_answered() {
-    let (_etcd, mut f) = own_etcd("snapshot-reads");
+    let (_etcd, mut f) = Fixture::own_etcd("snapshot-reads");
     let w = write_and_save(&mut f).await;
     let s = &w.snapshot;
 
@@ -246,7 +232,7 @@ async fn snapshot_reads_match_what_etcd_answered() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn history_online_and_offline() {
-    let (_etcd, mut f) = own_etcd("snapshot-history");
+    let (_etcd, mut f) = Fixture::own_etcd("snapshot-history");
     let w = write_and_save(&mut f).await;
     let s = &w.snapshot;
 
@@ -327,7 +313,7 @@ async fn history_online_and_offline() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn analyze_counts_bytes_encodings_and_flags_plaintext_secrets() {
-    let (_etcd, mut f) = own_etcd("snapshot-analyze");
+    let (_etcd, mut f) = Fixture::own_etcd("snapshot-analyze");
     let w = write_and_save(&mut f).await;
     // A secret written in plaintext behind the configuration's back.
     f.put_raw(
@@ -404,7 +390,7 @@ async fn analyze_counts_bytes_encodings_and_flags_plaintext_secrets() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn restore_round_trip_with_the_current_write_key() {
-    let (_etcd, mut f) = own_etcd("snapshot-restore");
+    let (_etcd, mut f) = Fixture::own_etcd("snapshot-restore");
     let w = write_and_save(&mut f).await;
     let s = w.snapshot.to_str().unwrap().to_owned();
     let before: Vec<(String, Value)> = w.online.clone();
@@ -499,7 +485,7 @@ async fn restore_round_trip_with_the_current_write_key() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn damaged_files_are_clear_errors() {
-    let (_etcd, mut f) = own_etcd("snapshot-damage");
+    let (_etcd, mut f) = Fixture::own_etcd("snapshot-damage");
     let w = write_and_save(&mut f).await;
     let bytes = std::fs::read(&w.snapshot).unwrap();
 
@@ -566,7 +552,7 @@ async fn damaged_files_are_clear_errors() {
 #[tokio::test(flavor = "multi_thread")]
 async fn a_restore_keeps_or_refuses_fields_of_a_newer_kube() {
     use apistore::{KubeProtobuf, KubeVersion};
-    let (_etcd, f) = own_etcd("snapshot-restore-newer");
+    let (_etcd, f) = Fixture::own_etcd("snapshot-restore-newer");
     let kube_137 = KubeProtobuf::for_version(KubeVersion::V1_37);
     let pod = kube_137
         .encode_value(&serde_json::json!({

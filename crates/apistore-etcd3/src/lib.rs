@@ -37,6 +37,7 @@
 
 mod client;
 mod compact_revision;
+mod compacted;
 mod compactor;
 mod endpoints;
 mod error;

@@ -320,3 +320,29 @@ async fn a_shared_compactor_starts_again_after_every_share_is_gone() {
     )
     .await;
 }
+
+/// etcd's compacted revision is asked of etcd itself, so a compaction no kube
+/// compactor recorded (`etcdctl compact`) is seen too; none is `None`.
+#[tokio::test]
+async fn etcds_compacted_revision_is_what_etcd_says_whoever_compacted() {
+    let (_server, client, mut raw) = etcd("compacted-revision").await;
+    let wait = Duration::from_millis(500);
+    assert_eq!(client.etcd_compacted_revision(wait).await.unwrap(), None);
+    let mut last = 0;
+    for i in 0..5 {
+        last = raw
+            .put(format!("/k{i}"), "v", None)
+            .await
+            .unwrap()
+            .header()
+            .unwrap()
+            .revision();
+    }
+    raw.compact(last - 2, None).await.unwrap();
+    assert_eq!(
+        client.etcd_compacted_revision(wait).await.unwrap(),
+        Some(last - 2)
+    );
+    // kube's compactor key was never written: only etcd knew.
+    assert_eq!(clock(&mut raw).await, (0, 0));
+}

@@ -7,9 +7,18 @@
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum TransformError {
-    /// The identity transformer met a value that carries an encryption prefix.
-    #[error("identity transformer tried to read encrypted data")]
-    EncryptedDataWithoutKey,
+    /// The identity transformer met a value that carries an encryption prefix. The
+    /// message starts with kube-apiserver's words and goes on to name the provider and
+    /// key the value needs, so that the configuration missing it can be found.
+    #[error(
+        "identity transformer tried to read encrypted data (the value is encrypted with \
+         {encryption}; no encryption configuration entry for its resource has it)"
+    )]
+    EncryptedDataWithoutKey {
+        /// The provider and key the value's prefix names (`aesgcm:key1`, `kms:vault`),
+        /// as [`crate::encryption_name`] reads it.
+        encryption: String,
+    },
     /// No configured provider recognised the value's prefix (the error kube-apiserver's
     /// encryption configuration gives at provider level).
     #[error("no matching prefix found")]

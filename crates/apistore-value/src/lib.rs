@@ -103,7 +103,7 @@ pub use aes_gcm::{AesGcmTransformer, GCM_NONCE_SIZE, GCM_TAG_SIZE};
 pub use aes_gcm_extended::{AesGcmExtendedNonceTransformer, EXTENDED_NONCE_INFO_SIZE};
 pub use config::{ConfigError, EncryptionConfig, GroupResource};
 pub use error::TransformError;
-pub use identity::{ENCRYPTED_PREFIX, IdentityTransformer};
+pub use identity::{ENCRYPTED_PREFIX, IdentityTransformer, encryption_name};
 pub use kms_v2::{KmsService, KmsV2Envelope, KmsV2Options};
 pub use observer::{NoopObserver, TransformObserver, TransformationType};
 pub use prefix::{PrefixTransformer, PrefixTransformers};

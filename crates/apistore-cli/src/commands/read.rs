@@ -54,10 +54,7 @@ pub(super) async fn get(
         };
         store.get(key, &options).await
     };
-    let object = match read {
-        Ok(object) => object,
-        Err(err) => return Err(explain_read_error(&store, global, key, err).await),
-    };
+    let object = read?;
     print(global.format(), &object)
 }
 
@@ -107,10 +104,7 @@ pub(super) async fn list(
         warn_if_unknown_and_empty(api, &store, &resource, &prefix, list.items.len()).await;
         return print(format, &list);
     }
-    let list: ObjectList<Selectable> = match store.list(&prefix, &options).await {
-        Ok(list) => list,
-        Err(err) => return Err(explain_read_error(&store, global, &prefix, err).await),
-    };
+    let list: ObjectList<Selectable> = store.list(&prefix, &options).await?;
     let list = follow_pages(&store, &prefix, &mut options, list, args.all).await?;
     warn_if_unknown_and_empty(api, &store, &resource, &prefix, list.items.len()).await;
     print(format, &list)
@@ -332,31 +326,4 @@ where
         .into_iter()
         .next()
         .map_or_else(|| Err(StorageError::not_found(store.prepare_key(key)?)), Ok)
-}
-
-/// A read that failed on an encrypted value without `--encryption-config` says to pass
-/// it (the value is named by its provider and key); other errors stay as they are.
-async fn explain_read_error<T>(
-    store: &Etcd3Store<T>,
-    global: &GlobalArgs,
-    key: &str,
-    err: StorageError,
-) -> CliError
-where
-    T: ApiObject + Clone + Default + Send + Sync + 'static,
-{
-    if global.encryption_config.is_some() || !err.is_internal() {
-        return err.into();
-    }
-    let relative = err
-        .key()
-        .strip_prefix(store.path_prefix())
-        .map_or_else(|| key.to_owned(), str::to_owned);
-    match store.raw_get(&relative, 0).await {
-        Ok(Some(entry)) if entry.value.starts_with(b"k8s:enc:") => CliError::Usage(format!(
-            "{relative} is encrypted ({}): pass --encryption-config FILE with its key to read it",
-            crate::raw::encoding(&entry.value)
-        )),
-        _ => err.into(),
-    }
 }

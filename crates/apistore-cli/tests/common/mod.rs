@@ -12,7 +12,7 @@ use std::path::PathBuf;
 use std::process::{Command, Output};
 
 use apistore::layers::value::EncryptionConfig;
-use apistore_testing::etcd::{shared_endpoint, unique_prefix};
+use apistore_testing::etcd::{EtcdOptions, EtcdServer, shared_endpoint, unique_prefix};
 use bytes::Bytes;
 
 pub(crate) const KEY1: &str = "c2VjcmV0IGlzIHNlY3VyZSwgaSB0aGluayBzbyB0b28=";
@@ -36,6 +36,20 @@ impl Fixture {
             dir: tempfile::tempdir().unwrap(),
             global: Vec::new(),
         }
+    }
+
+    /// A fixture over an etcd of its own (for a test that compacts, which would take
+    /// revisions from every other test on a shared one), with the prefix `/{name}`.
+    pub(crate) fn own_etcd(name: &str) -> (EtcdServer, Self) {
+        let etcd = EtcdServer::start(EtcdOptions::default())
+            .unwrap_or_else(|err| panic!("an etcd of the test's own is needed: {err}"));
+        let fixture = Self {
+            endpoint: etcd.endpoint(),
+            prefix: format!("/{name}"),
+            dir: tempfile::tempdir().unwrap(),
+            global: Vec::new(),
+        };
+        (etcd, fixture)
     }
 
     pub(crate) fn file(&self, name: &str, text: &str) -> PathBuf {

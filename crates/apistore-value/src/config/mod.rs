@@ -163,16 +163,43 @@ impl EncryptionConfig {
     /// The write provider of a group-resource: the first provider that applies to it,
     /// `None` for identity (including resources the configuration does not cover).
     pub fn write_provider(&self, group_resource: &str) -> Option<ProviderKind> {
-        let gr = GroupResource::parse(group_resource);
-        let rule = [gr.clone(), gr.any_in_group(), GroupResource::any()]
-            .into_iter()
-            .find(|rule| self.transformers.contains_key(rule))?;
-        let spec = self.specs.iter().find(|s| s.resources.contains(&rule))?;
-        match spec.providers.first()? {
+        match self.spec_for(group_resource)?.providers.first()? {
             ProviderSpec::Keyed(kind, _) => Some(*kind),
             ProviderSpec::Identity => None,
             ProviderSpec::Kms(..) => Some(ProviderKind::Kms),
         }
+    }
+
+    /// What a group-resource's values can be read with, in the order they are tried,
+    /// named as a stored value's prefix names them: `aesgcm:key1` (provider and key
+    /// name, for `k8s:enc:aesgcm:v1:key1:`), `kms:<name>` (for `k8s:enc:kms:v2:<name>:`),
+    /// `identity`. Empty when the configuration does not cover the resource. For
+    /// saying which key a value needs that the file does not have.
+    pub fn read_keys(&self, group_resource: &str) -> Vec<String> {
+        let Some(spec) = self.spec_for(group_resource) else {
+            return Vec::new();
+        };
+        spec.providers
+            .iter()
+            .flat_map(|provider| match provider {
+                ProviderSpec::Keyed(kind, keys) => keys
+                    .iter()
+                    .map(|key| format!("{}:{}", kind.name(), key.name))
+                    .collect(),
+                ProviderSpec::Identity => vec!["identity".to_owned()],
+                ProviderSpec::Kms(config, _) => vec![format!("kms:{}", config.name)],
+            })
+            .collect()
+    }
+
+    /// The entry of the file that applies to a group-resource: its own rule, else its
+    /// group's wildcard, else `*.*` (kube's precedence).
+    fn spec_for(&self, group_resource: &str) -> Option<&ResourceSpec> {
+        let gr = GroupResource::parse(group_resource);
+        let rule = [gr.clone(), gr.any_in_group(), GroupResource::any()]
+            .into_iter()
+            .find(|rule| self.transformers.contains_key(rule))?;
+        self.specs.iter().find(|s| s.resources.contains(&rule))
     }
 
     /// The `kms` providers' envelopes, for health checks

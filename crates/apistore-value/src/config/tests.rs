@@ -171,9 +171,24 @@ fn unlisted_resources_use_the_encrypt_check_identity() {
     let err = t
         .transform_from_storage(Bytes::from_static(b"k8s:enc:aesgcm:v1:key1:x"), CTX)
         .unwrap_err();
-    assert_eq!(err, TransformError::EncryptedDataWithoutKey);
+    assert_eq!(
+        err,
+        TransformError::EncryptedDataWithoutKey {
+            encryption: "aesgcm:key1".to_owned()
+        }
+    );
     assert_eq!(cfg.write_provider("configmaps"), None);
     assert_eq!(cfg.write_provider("secrets"), Some(ProviderKind::AesGcm));
+}
+
+#[test]
+fn read_keys_name_every_provider_and_key_in_the_order_tried() {
+    let cfg = config(&[SECRETBOX, AESGCM, IDENTITY]);
+    assert_eq!(
+        cfg.read_keys("secrets"),
+        ["secretbox:key1", "aesgcm:key1", "aesgcm:key2", "identity"]
+    );
+    assert!(cfg.read_keys("configmaps").is_empty());
 }
 
 #[test]
