@@ -145,3 +145,39 @@ async fn rotate_keys_and_rewrite_everything() {
         .unwrap_err();
     assert!(err.is_internal(), "{err}");
 }
+
+/// A store without the encryption configuration that wrote a value says which provider
+/// and key the value needs, and where it is, after kube's own words.
+#[tokio::test]
+async fn reading_encrypted_data_without_its_configuration_names_the_key_it_needs() {
+    let prefix = unique_prefix("rotation-no-config");
+    let encrypted = api(&prefix, &[("key1", KEY1)]).await;
+    encrypted
+        .dynamic_store("secrets")
+        .unwrap()
+        .create("secrets/default/s1", secret("s1"), 0)
+        .await
+        .unwrap();
+    let endpoint = shared_endpoint().unwrap();
+    let plain = ApiStore::builder()
+        .endpoints(endpoint.split(','))
+        .prefix(&prefix)
+        .build()
+        .await
+        .unwrap();
+    let err = plain
+        .dynamic_store("secrets")
+        .unwrap()
+        .get("secrets/default/s1", &GetOptions::default())
+        .await
+        .unwrap_err();
+    assert!(err.is_internal(), "{err}");
+    let message = err.to_string();
+    for part in [
+        "identity transformer tried to read encrypted data",
+        "encrypted with aesgcm:key1",
+        &format!("{prefix}/secrets/default/s1"),
+    ] {
+        assert!(message.contains(part), "{part:?} missing from: {message}");
+    }
+}
