@@ -79,6 +79,19 @@ const GOBENCH_BINARY: &str = "apistore-gobench";
 /// Environment variable the bench harness reads the Go arm's binary from.
 const GOBENCH_BIN_ENV: &str = "APISTORE_GOBENCH_BIN";
 
+/// The bench's reference for reading snapshot files: etcd's `etcdutl snapshot`, built
+/// from the Go module proxy (crates/apistore-bench/src/offline.rs).
+const ETCDUTL_MODULE: &str = "interop/etcdutl";
+
+/// Its binary, in target/tools.
+const ETCDUTL_BINARY: &str = "etcdutl";
+
+/// Where the bench finds it.
+const ETCDUTL_BIN_ENV: &str = "APISTORE_ETCDUTL_BIN";
+
+/// Where the bench finds the `apistore` command, built in release.
+const CLI_BIN_ENV: &str = "APISTORE_CLI_BIN";
+
 fn main() -> ExitCode {
     let args: Vec<String> = env::args().skip(1).collect();
     let command = match cli::Command::parse(&args) {
@@ -571,47 +584,63 @@ fn bench(root: &Path, bench_args: &[String], go: bool) -> Result<()> {
     let cargo = cargo();
     let protoc = provision::protoc(root)?;
     let etcd_bin = provision::etcd()?;
-    let gobench = if go { gobench(root) } else { None };
+    let gobench = if go {
+        go_tool(root, GOBENCH_MODULE, GOBENCH_BINARY, "its kube section")
+    } else {
+        None
+    };
+    let etcdutl = if go {
+        go_tool(root, ETCDUTL_MODULE, ETCDUTL_BINARY, "its offline section")
+    } else {
+        None
+    };
+    // The offline section times the command as an operator runs it: in release.
+    run_step(cargo_command(&cargo, root, &protoc).args([
+        "build",
+        "--release",
+        "-p",
+        "apistore-cli",
+    ]))?;
+    let cli = root.join("target").join("release").join("apistore");
     // The bench harness starts (and times) its own etcd.
     let mut bench = cargo_command(&cargo, root, &protoc);
-    bench.env(ETCD_BIN_ENV, &etcd_bin);
-    match &gobench {
-        Some(binary) => bench.env(GOBENCH_BIN_ENV, binary),
-        None => bench.env_remove(GOBENCH_BIN_ENV),
-    };
+    bench.env(ETCD_BIN_ENV, &etcd_bin).env(CLI_BIN_ENV, &cli);
+    for (name, binary) in [(GOBENCH_BIN_ENV, &gobench), (ETCDUTL_BIN_ENV, &etcdutl)] {
+        match binary {
+            Some(binary) => bench.env(name, binary),
+            None => bench.env_remove(name),
+        };
+    }
     bench
         .args(["run", "--release", "-p", "apistore-bench", "--"])
         .args(bench_args);
     run_step(&mut bench)
 }
 
-/// Builds the bench's Go arm into target/tools (Go's own caches make later builds a
-/// link at most); `None`, said on the terminal, when there is no Go or the build fails,
-/// so the rest of the bench still runs.
-fn gobench(root: &Path) -> Option<PathBuf> {
-    let module = root.join(GOBENCH_MODULE);
-    if !module.join("go.mod").is_file() {
+/// Builds one of the bench's Go programs (`module`) into target/tools (Go's own caches
+/// make later builds a link at most); `None`, said on the terminal, when there is no Go
+/// or the build fails, so the rest of the bench runs without `section`.
+fn go_tool(root: &Path, module: &str, binary: &str, section: &str) -> Option<PathBuf> {
+    let module_dir = root.join(module);
+    if !module_dir.join("go.mod").is_file() {
         return None;
     }
-    let go = match Go::find("the bench's kube section") {
+    let go = match Go::find(&format!("the bench's {section}")) {
         Ok(go) => go,
         Err(error) => {
-            println!("xtask: {error}; the bench runs without its kube section");
+            println!("xtask: {error}; the bench runs without {section}");
             return None;
         }
     };
     let tools = root.join(provision::TOOLS_DIR);
-    let binary = tools.join(GOBENCH_BINARY);
+    let binary = tools.join(binary);
     let built = fs::create_dir_all(&tools)
         .map_err(|e| XtaskError::io(format!("create {}", tools.display()), e))
-        .and_then(|()| go.build(&module, &binary, &[], &[]));
+        .and_then(|()| go.build(&module_dir, &binary, &[], &[]));
     match built {
         Ok(()) => Some(binary),
         Err(error) => {
-            println!(
-                "xtask: building {GOBENCH_MODULE} failed ({error}); the bench runs without \
-                 its kube section"
-            );
+            println!("xtask: building {module} failed ({error}); the bench runs without {section}");
             None
         }
     }

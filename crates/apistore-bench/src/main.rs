@@ -19,6 +19,9 @@
 //! apistore, through kube-apiserver's own etcd3 store (k8s.io/apiserver v0.37.2, the Go
 //! program `interop/gobench`, driven from src/gobench.rs) and through raw etcd-client,
 //! side by side, when `cargo xtask bench` built the Go program (`APISTORE_GOBENCH_BIN`).
+//! Then the offline section (src/offline.rs): the `apistore` command reading a snapshot
+//! file of 200,000 objects (20,000 with `--quick`) against etcd's `etcdutl snapshot
+//! status` on the same file (`APISTORE_CLI_BIN`, `APISTORE_ETCDUTL_BIN`).
 //!
 //! Options (after `--` when run through cargo):
 //! - `--quick`: fewer rounds and shorter runs (under two minutes); the report is printed
@@ -28,7 +31,7 @@
 //!   `kms`, `kms get`, `cacher`, `cacher list`, `cacher watchers`,
 //!   `telemetry`, `telemetry untraced create`, `telemetry traced guaranteed update`,
 //!   `kube`, `kube decode`, `kube list`, `kube store-list`, `kube store-list RV=Exact`,
-//!   `kube get`...), for profiling;
+//!   `kube get`..., `offline`), for profiling;
 //! - `--arm apistore|raw|kube`: run only arm A, only arm B, or only the kube section's
 //!   Go side, for profiling (no report);
 //! - `--report PATH`: write the report to PATH; `--no-report`: write no file.
@@ -47,6 +50,7 @@ mod kube_pod;
 mod list;
 mod machine;
 mod object;
+mod offline;
 mod pods;
 mod raw;
 mod report;
@@ -173,7 +177,7 @@ fn run(settings: Settings, target: ReportTarget) -> Result<()> {
     let profiling = settings.single_arm.is_some();
     let quick = settings.quick;
     let endpoint = etcd.endpoint();
-    let (comparisons, notes, side_by_side) = runtime.block_on(async {
+    let (comparisons, notes, side_by_side, offline) = runtime.block_on(async {
         let bench = Bench::connect(&etcd, settings).await?;
         let (comparisons, mut notes) = if bench.settings.single_arm == Some(KUBE_ARM) {
             (Vec::new(), Vec::new())
@@ -181,7 +185,8 @@ fn run(settings: Settings, target: ReportTarget) -> Result<()> {
             run_workloads(&bench).await?
         };
         let side_by_side = run_kube(&bench, &endpoint, &mut notes).await?;
-        Ok::<_, BenchError>((comparisons, notes, side_by_side))
+        let offline = run_offline(&bench.settings, &mut notes).await?;
+        Ok::<_, BenchError>((comparisons, notes, side_by_side, offline))
     })?;
     drop(runtime);
     drop(etcd);
@@ -191,6 +196,7 @@ fn run(settings: Settings, target: ReportTarget) -> Result<()> {
         comparisons,
         notes,
         side_by_side,
+        offline,
     };
     report.notes.push(format!(
         "the run took {:.0} s; load average (1, 5, 15 min) before: {load_before}, after: {} \
@@ -249,6 +255,30 @@ async fn run_kube(
     notes.append(&mut side_by_side.notes);
     println!("  ({:.0} s)", section_started.elapsed().as_secs_f64());
     Ok(Some(side_by_side))
+}
+
+/// The offline section (src/offline.rs), when selected and `cargo xtask bench` built
+/// its binaries; otherwise a note says why it did not run.
+async fn run_offline(
+    settings: &Settings,
+    notes: &mut Vec<String>,
+) -> Result<Option<offline::OfflineSection>> {
+    if !offline::selected(settings) || settings.single_arm.is_some() {
+        return Ok(None);
+    }
+    let Some((cli, etcdutl)) = offline::binaries_from_env() else {
+        notes.push(format!(
+            "offline section not run: {} or {} unset (`cargo xtask bench` builds the \
+             command in release and etcdutl from the Go module proxy)",
+            offline::CLI_BIN_ENV,
+            offline::ETCDUTL_BIN_ENV
+        ));
+        return Ok(None);
+    };
+    let section_started = Instant::now();
+    let section = offline::run(settings, &cli, &etcdutl).await?;
+    println!("  ({:.0} s)", section_started.elapsed().as_secs_f64());
+    Ok(Some(section))
 }
 
 async fn run_workloads(bench: &Bench) -> Result<(Vec<Comparison>, Vec<String>)> {

@@ -90,6 +90,8 @@ pub(crate) struct Report {
     pub(crate) notes: Vec<String>,
     /// The kube section's side-by-side table, when it ran.
     pub(crate) side_by_side: Option<crate::side_by_side::SideBySide>,
+    /// The offline section's table, when it ran.
+    pub(crate) offline: Option<crate::offline::OfflineSection>,
 }
 
 impl Report {
@@ -168,6 +170,9 @@ impl Report {
         }
         if let Some(side_by_side) = &self.side_by_side {
             out.push_str(&side_by_side.markdown());
+        }
+        if let Some(offline) = &self.offline {
+            out.push_str(&offline.markdown());
         }
         let _ = writeln!(out, "\n### Targets\n");
         let _ = writeln!(

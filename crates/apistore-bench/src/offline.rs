@@ -1,0 +1,459 @@
+//! Offline forensics at scale: the command reading an etcd snapshot file, against etcd's
+//! own `etcdutl snapshot status` on the same file, in the same run.
+//!
+//! An etcd of the section's own is filled with a realistic mix (half Pods and a quarter
+//! ConfigMaps, as kube's protobuf; a quarter Secrets, protobuf encrypted with AES-GCM),
+//! a tenth of the Pods updated and a hundredth of the ConfigMaps deleted, so the file
+//! holds history and tombstones; a snapshot is saved through the maintenance API. Then
+//! each command runs as a process of its own, rounds times, timed from spawn to exit,
+//! its peak resident memory read from the kernel when it is reaped (`wait4`'s
+//! `ru_maxrss`, exact, no sampling): `etcdutl snapshot status` (every key walked and
+//! hashed), `apistore --snapshot FILE count pods`, `analyze -o json` (every value's
+//! prefix read, every object's metadata decoded) and `get` of one Pod.
+//!
+//! The binaries come from `cargo xtask bench`: etcdutl built from the Go module proxy
+//! (interop/etcdutl, [`ETCDUTL_BIN_ENV`]), the command in release ([`CLI_BIN_ENV`]).
+
+use std::fmt::Write as _;
+use std::fs::File;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use apistore_protobuf::KubeProtobuf;
+use apistore_testing::etcd::{EtcdOptions, EtcdServer};
+use apistore_value::EncryptionConfig;
+use bytes::Bytes;
+use futures::StreamExt;
+use serde_json::{Value, json};
+
+use crate::error::{BenchError, Result};
+use crate::pods::{pod, pod_name};
+use crate::settings::Settings;
+
+/// Where `cargo xtask bench` puts the etcdutl it built.
+pub(crate) const ETCDUTL_BIN_ENV: &str = "APISTORE_ETCDUTL_BIN";
+/// Where `cargo xtask bench` puts the `apistore` command it built in release.
+pub(crate) const CLI_BIN_ENV: &str = "APISTORE_CLI_BIN";
+
+/// The goal for `count` and `analyze`: at most this many times etcdutl's time.
+const TIME_GOAL: f64 = 2.0;
+/// The goal for the `get` of one key.
+const GET_GOAL: Duration = Duration::from_millis(50);
+/// Concurrent writers filling etcd.
+const WRITERS: usize = 32;
+/// How many namespaces the objects spread over.
+const NAMESPACES: u64 = 20;
+
+const ENCRYPTION_CONFIG: &str = r#"
+apiVersion: apiserver.config.k8s.io/v1
+kind: EncryptionConfiguration
+resources:
+  - resources: [secrets]
+    providers:
+      - aesgcm:
+          keys:
+            - name: key1
+              secret: dGhpcyBpcyBhIDMyIGJ5dGUga2V5IGZvciBiZW5jaCE=
+      - identity: {}
+"#;
+
+/// Whether the section is selected (`--only offline` or no `--only`).
+pub(crate) fn selected(settings: &Settings) -> bool {
+    settings.only.is_empty() || settings.only.iter().any(|o| o.starts_with("offline"))
+}
+
+/// The two binaries, when `cargo xtask bench` built them.
+pub(crate) fn binaries_from_env() -> Option<(PathBuf, PathBuf)> {
+    let path = |name| std::env::var_os(name).map(PathBuf::from);
+    Some((path(CLI_BIN_ENV)?, path(ETCDUTL_BIN_ENV)?))
+}
+
+/// One command's figures over the rounds.
+#[derive(Debug)]
+struct Row {
+    what: &'static str,
+    command: String,
+    times: Vec<Duration>,
+    peak_rss_bytes: u64,
+}
+
+impl Row {
+    fn median(&self) -> Duration {
+        let mut times = self.times.clone();
+        times.sort();
+        times.get(times.len() / 2).copied().unwrap_or_default()
+    }
+}
+
+/// The section's results.
+#[derive(Debug)]
+pub(crate) struct OfflineSection {
+    objects: u64,
+    file_bytes: u64,
+    etcd_version: String,
+    rows: Vec<Row>,
+}
+
+/// Fills an etcd, saves a snapshot and times the commands on it.
+pub(crate) async fn run(settings: &Settings, cli: &Path, etcdutl: &Path) -> Result<OfflineSection> {
+    let objects: u64 = if settings.quick { 20_000 } else { 200_000 };
+    let rounds = if settings.quick { 1 } else { 3 };
+    let etcd = EtcdServer::start(EtcdOptions {
+        name: "bench-snapshot".to_owned(),
+        ..EtcdOptions::default()
+    })?;
+    let mut client = etcd_client::Client::connect([etcd.endpoint()], None).await?;
+    println!("offline: writing {objects} objects (Pods, ConfigMaps, encrypted Secrets)");
+    let started = Instant::now();
+    fill(&client, objects).await?;
+    println!("  written in {:.0} s", started.elapsed().as_secs_f64());
+
+    let dir = tempfile::tempdir().map_err(|source| BenchError::Io {
+        what: "create a scratch directory".to_owned(),
+        source,
+    })?;
+    let file = dir.path().join("snapshot.db");
+    let mut stream = client.snapshot().await?;
+    let mut bytes = Vec::new();
+    while let Some(message) = stream.message().await? {
+        bytes.extend_from_slice(message.blob());
+    }
+    std::fs::write(&file, &bytes).map_err(|source| BenchError::Io {
+        what: format!("write {}", file.display()),
+        source,
+    })?;
+    let file_bytes = bytes.len() as u64;
+    drop(bytes);
+    drop(client);
+    let etcd_version = etcd.binary().display().to_string();
+    drop(etcd);
+    println!("  snapshot of {:.0} MiB", file_bytes as f64 / 1048576.0);
+
+    let snapshot = file.to_string_lossy().into_owned();
+    let one_pod = format!("pods/{}", pod_key(objects / 2));
+    let commands: [(&'static str, PathBuf, Vec<String>); 4] = [
+        (
+            "etcdutl snapshot status",
+            etcdutl.to_path_buf(),
+            vec![
+                "snapshot".into(),
+                "status".into(),
+                snapshot.clone(),
+                "-w".into(),
+                "json".into(),
+            ],
+        ),
+        (
+            "apistore count pods",
+            cli.to_path_buf(),
+            offline(&snapshot, &["count", "pods"]),
+        ),
+        (
+            "apistore analyze",
+            cli.to_path_buf(),
+            offline(&snapshot, &["analyze", "-o", "json"]),
+        ),
+        (
+            "apistore get (one Pod)",
+            cli.to_path_buf(),
+            offline(&snapshot, &["get", &one_pod, "-o", "json"]),
+        ),
+    ];
+    let mut rows = Vec::new();
+    for (what, program, args) in commands {
+        let mut row = Row {
+            what,
+            command: format!(
+                "{} {}",
+                program
+                    .file_name()
+                    .map_or_else(String::new, |n| n.to_string_lossy().into_owned()),
+                args.join(" ").replace(&snapshot, "FILE")
+            ),
+            times: Vec::new(),
+            peak_rss_bytes: 0,
+        };
+        for _ in 0..rounds {
+            let out = dir.path().join("out");
+            let (took, rss) = run_reaped(&program, &args, &out)?;
+            check_output(what, &out, &one_pod)?;
+            row.times.push(took);
+            row.peak_rss_bytes = row.peak_rss_bytes.max(rss);
+        }
+        println!(
+            "  {what}: {:.0} ms, peak RSS {:.0} MiB",
+            row.median().as_secs_f64() * 1000.0,
+            row.peak_rss_bytes as f64 / 1048576.0
+        );
+        rows.push(row);
+    }
+    Ok(OfflineSection {
+        objects,
+        file_bytes,
+        etcd_version,
+        rows,
+    })
+}
+
+fn offline(snapshot: &str, args: &[&str]) -> Vec<String> {
+    let mut all = vec!["--snapshot".to_owned(), snapshot.to_owned()];
+    all.extend(args.iter().map(|a| (*a).to_owned()));
+    all
+}
+
+/// The key of the `i`th Pod under `pods/`.
+fn pod_key(i: u64) -> String {
+    format!("ns-{}/{}", i % NAMESPACES, pod_name(i))
+}
+
+/// What kind of object the `i`th is, and its etcd key and stored bytes.
+fn object(i: u64, kp: &KubeProtobuf, secrets: &EncryptionConfig) -> Result<(String, Vec<u8>)> {
+    let namespace = format!("ns-{}", i % NAMESPACES);
+    match i % 4 {
+        0 | 1 => {
+            let mut value = pod(i);
+            value["metadata"]["namespace"] = json!(namespace);
+            Ok((
+                format!("/registry/pods/{}", pod_key(i)),
+                kp.encode_value(&value)?,
+            ))
+        }
+        2 => {
+            let name = format!("config-{i:06}");
+            let value = configmap(&namespace, &name);
+            Ok((
+                format!("/registry/configmaps/{namespace}/{name}"),
+                kp.encode_value(&value)?,
+            ))
+        }
+        _ => {
+            let name = format!("secret-{i:06}");
+            let key = format!("/registry/secrets/{namespace}/{name}");
+            let plain = kp.encode_value(&secret(&namespace, &name))?;
+            let stored = secrets
+                .transformer_for("secrets")
+                .transform_to_storage(Bytes::from(plain), key.as_bytes())
+                .map_err(|err| BenchError::Invalid(format!("encrypt {key}: {err}")))?;
+            Ok((key, stored.to_vec()))
+        }
+    }
+}
+
+fn configmap(namespace: &str, name: &str) -> Value {
+    let data: serde_json::Map<String, Value> = (0..8)
+        .map(|k| {
+            (
+                format!("setting-{k}.yaml"),
+                json!(format!("{name}: {}", "x".repeat(240))),
+            )
+        })
+        .collect();
+    json!({"apiVersion": "v1", "kind": "ConfigMap",
+        "metadata": {"name": name, "namespace": namespace, "uid": format!("uid-{name}"),
+            "labels": {"app": "web"}, "creationTimestamp": "2026-01-02T03:04:05Z"},
+        "data": data})
+}
+
+fn secret(namespace: &str, name: &str) -> Value {
+    json!({"apiVersion": "v1", "kind": "Secret",
+        "metadata": {"name": name, "namespace": namespace, "uid": format!("uid-{name}"),
+            "creationTimestamp": "2026-01-02T03:04:05Z"},
+        "type": "Opaque", "data": {"tls.crt": "YWJj".repeat(240), "tls.key": "ZGVm".repeat(120)}})
+}
+
+/// Writes the objects, then updates every tenth Pod and deletes every hundredth
+/// ConfigMap, so that the file holds older revisions and tombstones too.
+async fn fill(client: &etcd_client::Client, objects: u64) -> Result<()> {
+    let kp = KubeProtobuf::latest();
+    let secrets = EncryptionConfig::parse(ENCRYPTION_CONFIG)?;
+    let puts = futures::stream::iter(0..objects)
+        .map(|i| {
+            let mut client = client.clone();
+            let prepared = object(i, kp, &secrets);
+            async move {
+                let (key, value) = prepared?;
+                client.put(key, value, None).await?;
+                Ok::<_, BenchError>(())
+            }
+        })
+        .buffer_unordered(WRITERS);
+    futures::pin_mut!(puts);
+    while let Some(done) = puts.next().await {
+        done?;
+    }
+    let changes = futures::stream::iter((0..objects).filter(|i| i % 40 == 0 || i % 400 == 2))
+        .map(|i| {
+            let mut client = client.clone();
+            let prepared = object(i, kp, &secrets);
+            async move {
+                let (key, value) = prepared?;
+                if i % 4 == 2 {
+                    client.delete(key, None).await?;
+                } else {
+                    client.put(key, value, None).await?;
+                }
+                Ok::<_, BenchError>(())
+            }
+        })
+        .buffer_unordered(WRITERS);
+    futures::pin_mut!(changes);
+    while let Some(done) = changes.next().await {
+        done?;
+    }
+    Ok(())
+}
+
+/// Runs `program` with stdout to `out`, reaping it with `wait4` for its peak RSS;
+/// returns the wall time from spawn to exit and the peak RSS in bytes.
+fn run_reaped(program: &Path, args: &[String], out: &Path) -> Result<(Duration, u64)> {
+    let io = |what: String| move |source| BenchError::Io { what, source };
+    let stdout = File::create(out).map_err(io(format!("create {}", out.display())))?;
+    let started = Instant::now();
+    let child = Command::new(program)
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(stdout)
+        .stderr(Stdio::piped())
+        .spawn()
+        .map_err(io(format!("run {}", program.display())))?;
+    let pid = i32::try_from(child.id())
+        .map_err(|_| BenchError::Invalid(format!("pid {} out of range", child.id())))?;
+    let (status, max_rss_kib) = reap(pid)?;
+    let took = started.elapsed();
+    if status != 0 {
+        let mut stderr = String::new();
+        if let Some(mut pipe) = child.stderr {
+            let _ = std::io::Read::read_to_string(&mut pipe, &mut stderr);
+        }
+        return Err(BenchError::Invalid(format!(
+            "{} {} exited with status {status}: {stderr}",
+            program.display(),
+            args.join(" ")
+        )));
+    }
+    Ok((took, max_rss_kib.saturating_mul(1024)))
+}
+
+/// Waits for the child `pid` and returns its exit code (or 128 + signal) and its peak
+/// resident set in KiB. `std::process::Child::wait` does not give the child's rusage;
+/// `wait4` does, exactly, from the kernel's own accounting.
+#[allow(unsafe_code)]
+fn reap(pid: i32) -> Result<(i32, u64)> {
+    let mut status: libc::c_int = 0;
+    // SAFETY: rusage is plain old data, valid when zeroed; wait4 writes it and status
+    // for the child we spawned and have not waited for.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: pid is our own unwaited child; both pointers are to live locals.
+    let reaped = unsafe { libc::wait4(pid, &mut status, 0, &mut usage) };
+    if reaped != pid {
+        return Err(BenchError::Io {
+            what: format!("wait for process {pid}"),
+            source: std::io::Error::last_os_error(),
+        });
+    }
+    let code = if libc::WIFEXITED(status) {
+        libc::WEXITSTATUS(status)
+    } else {
+        128 + libc::WTERMSIG(status)
+    };
+    Ok((code, u64::try_from(usage.ru_maxrss).unwrap_or(0)))
+}
+
+/// What each command printed is what it should have: the bench measures work done.
+fn check_output(what: &str, out: &Path, one_pod: &str) -> Result<()> {
+    let text = std::fs::read_to_string(out).map_err(|source| BenchError::Io {
+        what: format!("read {}", out.display()),
+        source,
+    })?;
+    let ok = match what {
+        "apistore count pods" => text.trim().parse::<u64>().is_ok_and(|n| n > 0),
+        "apistore get (one Pod)" => one_pod
+            .rsplit('/')
+            .next()
+            .is_some_and(|name| text.contains(name)),
+        _ => text.trim_start().starts_with('{'),
+    };
+    if ok {
+        Ok(())
+    } else {
+        Err(BenchError::Invalid(format!(
+            "{what} printed something else: {}",
+            text.chars().take(200).collect::<String>()
+        )))
+    }
+}
+
+impl OfflineSection {
+    /// The section's table and its targets, in markdown.
+    pub(crate) fn markdown(&self) -> String {
+        let mut out = String::new();
+        let _ = writeln!(
+            out,
+            "\n### Offline: a snapshot file read by the command, against etcdutl\n\n\
+             {} objects (half Pods and a quarter ConfigMaps as kube's protobuf, a quarter \
+             Secrets encrypted with AES-GCM; a tenth of the Pods updated, a hundredth of the \
+             ConfigMaps deleted) written to an etcd of the section's own ({}), saved through \
+             the maintenance API: a file of {:.0} MiB. Each command is a process of its own, \
+             timed from spawn to exit (median of the rounds); *peak RSS* is the kernel's \
+             `ru_maxrss` for it, read by `wait4`.\n",
+            self.objects,
+            self.etcd_version,
+            self.file_bytes as f64 / 1048576.0
+        );
+        let _ = writeln!(
+            out,
+            "| command | time | × etcdutl | peak RSS | RSS ÷ file |"
+        );
+        let _ = writeln!(out, "|---|--:|--:|--:|--:|");
+        let base = self.rows.first().map(Row::median).unwrap_or_default();
+        for row in &self.rows {
+            let _ = writeln!(
+                out,
+                "| `{}` | {:.0} ms | {:.2} | {:.0} MiB | {:.2} |",
+                row.command,
+                row.median().as_secs_f64() * 1000.0,
+                ratio(row.median(), base),
+                row.peak_rss_bytes as f64 / 1048576.0,
+                row.peak_rss_bytes as f64 / self.file_bytes.max(1) as f64
+            );
+        }
+        let _ = writeln!(
+            out,
+            "\n| target | figure | goal | verdict |\n|---|--:|--:|---|"
+        );
+        for row in self.rows.iter().skip(1) {
+            let (figure, goal, pass) = if row.what.starts_with("apistore get") {
+                let ms = row.median().as_secs_f64() * 1000.0;
+                (
+                    format!("{ms:.0} ms"),
+                    format!("≤ {} ms", GET_GOAL.as_millis()),
+                    row.median() <= GET_GOAL,
+                )
+            } else {
+                let r = ratio(row.median(), base);
+                (
+                    format!("{r:.2}"),
+                    format!("≤ {TIME_GOAL:.2}"),
+                    r <= TIME_GOAL,
+                )
+            };
+            let _ = writeln!(
+                out,
+                "| {}: time {} | {figure} | {goal} | {} |",
+                row.what,
+                if row.what.starts_with("apistore get") {
+                    ""
+                } else {
+                    "÷ etcdutl snapshot status"
+                },
+                if pass { "PASS" } else { "MISS" }
+            );
+        }
+        out
+    }
+}
+
+fn ratio(a: Duration, b: Duration) -> f64 {
+    a.as_secs_f64() / b.as_secs_f64().max(f64::MIN_POSITIVE)
+}
