@@ -110,8 +110,18 @@ enum ReportTarget {
 }
 
 fn main() -> ExitCode {
-    match parse_args(std::env::args().skip(1)).and_then(|(settings, target)| run(settings, target))
-    {
+    let mut args = std::env::args().skip(1).peekable();
+    if args.peek().is_some_and(|arg| arg == offline::MEASURE_FLAG) {
+        args.next();
+        return match offline::measure_child(args) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(err) => {
+                eprintln!("apistore-bench: {err}");
+                ExitCode::FAILURE
+            }
+        };
+    }
+    match parse_args(args).and_then(|(settings, target)| run(settings, target)) {
         Ok(()) => ExitCode::SUCCESS,
         Err(err) => {
             eprintln!("apistore-bench: {err}");

@@ -7,7 +7,8 @@
 //! holds history and tombstones; a snapshot is saved through the maintenance API. Then
 //! each command runs as a process of its own, rounds times, timed from spawn to exit,
 //! its peak resident memory read from the kernel when it is reaped (`wait4`'s
-//! `ru_maxrss`, exact, no sampling): `etcdutl snapshot status` (every key walked and
+//! `ru_maxrss`, exact, no sampling; through a small measuring parent, see
+//! [`run_reaped`]): `etcdutl snapshot status` (every key walked and
 //! hashed), `apistore --snapshot FILE count pods`, `analyze -o json` (every value's
 //! prefix read, every object's metadata decoded) and `get` of one Pod.
 //!
@@ -114,17 +115,20 @@ pub(crate) async fn run(settings: &Settings, cli: &Path, etcdutl: &Path) -> Resu
         source,
     })?;
     let file = dir.path().join("snapshot.db");
-    let mut stream = client.snapshot().await?;
-    let mut bytes = Vec::new();
-    while let Some(message) = stream.message().await? {
-        bytes.extend_from_slice(message.blob());
-    }
-    std::fs::write(&file, &bytes).map_err(|source| BenchError::Io {
+    let write_error = |source| BenchError::Io {
         what: format!("write {}", file.display()),
         source,
-    })?;
-    let file_bytes = bytes.len() as u64;
-    drop(bytes);
+    };
+    // Written as it arrives: the file is as large as etcd's database.
+    let mut writer = std::io::BufWriter::new(File::create(&file).map_err(write_error)?);
+    let mut stream = client.snapshot().await?;
+    let mut file_bytes = 0;
+    while let Some(message) = stream.message().await? {
+        std::io::Write::write_all(&mut writer, message.blob()).map_err(write_error)?;
+        file_bytes += message.blob().len() as u64;
+    }
+    std::io::Write::flush(&mut writer).map_err(write_error)?;
+    drop(writer);
     drop(client);
     let etcd_version = etcd.binary().display().to_string();
     drop(etcd);
@@ -304,35 +308,93 @@ async fn fill(client: &etcd_client::Client, objects: u64) -> Result<()> {
     Ok(())
 }
 
-/// Runs `program` with stdout to `out`, reaping it with `wait4` for its peak RSS;
-/// returns the wall time from spawn to exit and the peak RSS in bytes.
+/// The argument that makes the bench binary the measuring parent of one command
+/// ([`measure_child`]).
+pub(crate) const MEASURE_FLAG: &str = "--measure-child";
+
+/// Runs `program` with stdout to `out`; returns the wall time from spawn to exit and its
+/// peak RSS in bytes.
+///
+/// The command is not spawned from the bench itself: Linux carries a process's RSS
+/// high-water mark across `exec` into the new program's `ru_maxrss`, so a child of the
+/// bench (which held the whole snapshot file in memory a moment ago) would report the
+/// bench's peak. A fresh copy of the bench binary, small at that point, spawns and reaps
+/// it instead ([`measure_child`]) and writes the figures to a file, as `/usr/bin/time`
+/// does.
 fn run_reaped(program: &Path, args: &[String], out: &Path) -> Result<(Duration, u64)> {
     let io = |what: String| move |source| BenchError::Io { what, source };
     let stdout = File::create(out).map_err(io(format!("create {}", out.display())))?;
-    let started = Instant::now();
-    let child = Command::new(program)
+    let stderr_path = out.with_extension("stderr");
+    let stderr =
+        File::create(&stderr_path).map_err(io(format!("create {}", stderr_path.display())))?;
+    let figures = out.with_extension("figures");
+    let me = std::env::current_exe().map_err(io("find the bench binary".to_owned()))?;
+    let status = Command::new(&me)
+        .arg(MEASURE_FLAG)
+        .arg(&figures)
+        .arg(program)
         .args(args)
         .stdin(Stdio::null())
         .stdout(stdout)
-        .stderr(Stdio::piped())
-        .spawn()
-        .map_err(io(format!("run {}", program.display())))?;
-    let pid = i32::try_from(child.id())
-        .map_err(|_| BenchError::Invalid(format!("pid {} out of range", child.id())))?;
-    let (status, max_rss_kib) = reap(pid)?;
-    let took = started.elapsed();
-    if status != 0 {
-        let mut stderr = String::new();
-        if let Some(mut pipe) = child.stderr {
-            let _ = std::io::Read::read_to_string(&mut pipe, &mut stderr);
-        }
+        .stderr(stderr)
+        .status()
+        .map_err(io(format!("run {}", me.display())))?;
+    let text =
+        std::fs::read_to_string(&figures).map_err(io(format!("read {}", figures.display())))?;
+    let fields: Vec<u64> = text
+        .split_whitespace()
+        .filter_map(|f| f.parse().ok())
+        .collect();
+    let (Some(&nanos), Some(&max_rss_kib), Some(&code), true) = (
+        fields.first(),
+        fields.get(1),
+        fields.get(2),
+        status.success(),
+    ) else {
         return Err(BenchError::Invalid(format!(
-            "{} {} exited with status {status}: {stderr}",
+            "measuring {} failed ({status}): {text}",
+            program.display()
+        )));
+    };
+    if code != 0 {
+        let stderr = std::fs::read_to_string(&stderr_path).unwrap_or_default();
+        return Err(BenchError::Invalid(format!(
+            "{} {} exited with status {code}: {stderr}",
             program.display(),
             args.join(" ")
         )));
     }
-    Ok((took, max_rss_kib.saturating_mul(1024)))
+    Ok((
+        Duration::from_nanos(nanos),
+        max_rss_kib.saturating_mul(1024),
+    ))
+}
+
+/// `apistore-bench --measure-child FIGURES PROGRAM ARGS...`: runs PROGRAM with this
+/// process's stdio, reaps it with `wait4`, and writes `<nanoseconds> <peak RSS KiB>
+/// <exit code>` to FIGURES.
+pub(crate) fn measure_child(mut args: impl Iterator<Item = String>) -> Result<()> {
+    let usage = || BenchError::Invalid(format!("{MEASURE_FLAG} FIGURES PROGRAM ARGS..."));
+    let figures = args.next().ok_or_else(usage)?;
+    let program = args.next().ok_or_else(usage)?;
+    let started = Instant::now();
+    let child = Command::new(&program)
+        .args(args)
+        .spawn()
+        .map_err(|source| BenchError::Io {
+            what: format!("run {program}"),
+            source,
+        })?;
+    let pid = i32::try_from(child.id())
+        .map_err(|_| BenchError::Invalid(format!("pid {} out of range", child.id())))?;
+    let (code, max_rss_kib) = reap(pid)?;
+    let nanos = started.elapsed().as_nanos();
+    std::fs::write(&figures, format!("{nanos} {max_rss_kib} {code}\n")).map_err(|source| {
+        BenchError::Io {
+            what: format!("write {figures}"),
+            source,
+        }
+    })
 }
 
 /// Waits for the child `pid` and returns its exit code (or 128 + signal) and its peak
