@@ -455,7 +455,7 @@ impl OfflineSection {
             "\n### Offline: a snapshot file read by the command, against etcdutl\n\n\
              {} objects (half Pods and a quarter ConfigMaps as kube's protobuf, a quarter \
              Secrets encrypted with AES-GCM; a tenth of the Pods updated, a hundredth of the \
-             ConfigMaps deleted) written to an etcd of the section's own ({}), saved through \
+             ConfigMaps deleted) written to an etcd of the section's own (`{}`), saved through \
              the maintenance API: a file of {:.0} MiB. Each command is a process of its own, \
              timed from spawn to exit (median of the rounds); *peak RSS* is the kernel's \
              `ru_maxrss` for it, read by `wait4`.\n",
@@ -500,17 +500,13 @@ impl OfflineSection {
                     r <= TIME_GOAL,
                 )
             };
-            let _ = writeln!(
-                out,
-                "| {}: time {} | {figure} | {goal} | {} |",
-                row.what,
-                if row.what.starts_with("apistore get") {
-                    ""
-                } else {
-                    "÷ etcdutl snapshot status"
-                },
-                if pass { "PASS" } else { "MISS" }
-            );
+            let what = if row.what.starts_with("apistore get") {
+                format!("{}: time", row.what)
+            } else {
+                format!("{}: time ÷ etcdutl snapshot status", row.what)
+            };
+            let verdict = if pass { "PASS" } else { "MISS" };
+            let _ = writeln!(out, "| {what} | {figure} | {goal} | {verdict} |");
         }
         out
     }
