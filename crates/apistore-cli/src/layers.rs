@@ -75,14 +75,19 @@ impl Reader {
         etcd_key: &str,
         value: &Bytes,
     ) -> Result<(Bytes, DynamicObject), String> {
-        let plain = self
-            .transformer
-            .transform_from_storage(value.clone(), etcd_key.as_bytes())
-            .map_err(|e| format!("cannot decrypt: {e}"))?;
+        let plain = self.decrypt(etcd_key, value)?;
         let object = self
             .codec
-            .decode(&plain.data)
+            .decode(&plain)
             .map_err(|e| format!("cannot decode: {e}"))?;
-        Ok((plain.data, object))
+        Ok((plain, object))
+    }
+
+    /// The value stored at `etcd_key` decrypted: the codec's bytes, not decoded.
+    pub(crate) fn decrypt(&self, etcd_key: &str, value: &Bytes) -> Result<Bytes, String> {
+        self.transformer
+            .transform_from_storage(value.clone(), etcd_key.as_bytes())
+            .map(|plain| plain.data)
+            .map_err(|e| format!("cannot decrypt: {e}"))
     }
 }

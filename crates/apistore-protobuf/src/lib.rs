@@ -45,6 +45,7 @@ mod json_read;
 mod json_write;
 mod quantity;
 mod schema;
+mod sizes;
 mod special;
 mod time;
 mod walk;
@@ -61,6 +62,7 @@ pub use carry::UnknownField;
 pub use codec::{MediaType, PartialRead, StorageCodec, UnknownFieldsObserver};
 pub use envelope::PROTOBUF_MAGIC;
 pub use error::{ProtobufError, Result, WouldDropFields};
+pub use sizes::MetadataSizes;
 
 use schema::Schema;
 
@@ -288,6 +290,18 @@ impl KubeProtobuf {
         };
         let m = self.schema.kind(av, kind)?;
         self.schema.by_name.get(&*m.name).copied()
+    }
+
+    /// The byte counts of a stored object (its message, its `metadata.managedFields`,
+    /// the value of `annotation`) read off the wire without decoding it: the same in
+    /// every kube version, so no schema is needed.
+    ///
+    /// # Errors
+    ///
+    /// Bytes that are not kube protobuf, or whose envelope, top level or metadata is
+    /// malformed.
+    pub fn metadata_sizes(stored: &[u8], annotation: &str) -> Result<MetadataSizes> {
+        sizes::metadata_sizes(stored, annotation)
     }
 
     /// The (apiVersion, kind) in the envelope, without decoding the object.
