@@ -13,6 +13,7 @@
 use std::collections::{BTreeMap, HashMap};
 
 use apistore::{ApiStore, StorageLayout};
+use apistore_snapshot::IndexedRevision;
 use bytes::Bytes;
 use serde::Serialize;
 
@@ -111,32 +112,50 @@ pub(crate) fn offline(
         "{path_prefix}{}",
         args.key_prefix.as_deref().unwrap_or_default()
     );
-    let current = snapshot.revision();
-    // Read one key at a time as the report goes: memory stays at the index and one
-    // value, whatever the file's size.
-    let stored = snapshot
-        .keys_under(prefix.as_bytes())
-        .map(|(key, revisions)| {
-            let value = snapshot
-                .get(key, current)
-                .map_err(CliError::Snapshot)?
-                .map(|kv| kv.value);
-            let mut revision_bytes = 0;
-            for at in revisions.iter().filter(|at| !at.tombstone) {
-                let record = snapshot.read(key, *at).map_err(CliError::Snapshot)?;
-                revision_bytes += record.kv.value.len() as u64;
+    // Every revision of every key under the prefix, read in revision order: the file
+    // keeps values by revision, so this reads each page once (in key order, the reads
+    // jump about the file and the page cache cannot help). A key is reported at its
+    // last revision, when all of its revisions have been counted; memory stays at the
+    // index, the running sums of the keys not yet reported, and one value.
+    let mut visits: Vec<(IndexedRevision, &Bytes, bool)> = Vec::new();
+    for (key, revisions) in snapshot.keys_under(prefix.as_bytes()) {
+        let last = revisions.len().saturating_sub(1);
+        visits.extend(
+            revisions
+                .iter()
+                .enumerate()
+                .map(|(i, at)| (*at, key, i == last)),
+        );
+    }
+    visits.sort_unstable_by_key(|(at, _, _)| at.revision);
+    let mut sums: HashMap<&Bytes, u64> = HashMap::new();
+    let stored = visits.into_iter().filter_map(move |(at, key, last)| {
+        let value = if at.tombstone {
+            None
+        } else {
+            match snapshot.read(key, at) {
+                Ok(record) => Some(record.kv.value),
+                Err(err) => return Some(Err(CliError::Snapshot(err))),
             }
-            let etcd_key = String::from_utf8_lossy(key).into_owned();
-            Ok(Stored {
-                key: etcd_key
-                    .strip_prefix(&path_prefix)
-                    .unwrap_or(&etcd_key)
-                    .to_owned(),
-                etcd_key,
-                value,
-                revision_bytes: Some(revision_bytes),
-            })
-        });
+        };
+        let sum = sums.entry(key).or_default();
+        *sum += value.as_ref().map_or(0, |v| v.len() as u64);
+        if !last {
+            return None;
+        }
+        let revision_bytes = sums.remove(key).unwrap_or_default();
+        let etcd_key = String::from_utf8_lossy(key).into_owned();
+        Some(Ok(Stored {
+            key: etcd_key
+                .strip_prefix(&path_prefix)
+                .unwrap_or(&etcd_key)
+                .to_owned(),
+            etcd_key,
+            // The last revision is the live value unless it deleted the key.
+            value,
+            revision_bytes: Some(revision_bytes),
+        }))
+    });
     report(global, args, Layers::Offline(offline), stored)
 }
 
