@@ -15,10 +15,12 @@ mod generated;
 mod go;
 mod kine;
 mod kube_apiserver;
+mod postgres;
 mod provision;
 mod run;
 mod soak_tests;
 mod test_build;
+mod watchdog;
 
 use std::env;
 use std::ffi::OsStr;
@@ -166,7 +168,7 @@ fn run(command: cli::Command) -> Result<()> {
             tests,
             load,
         } => soak_tests(&root, runs, &packages, &tests, load),
-        cli::Command::Kine => kine::command(&root),
+        cli::Command::Kine { datastore } => kine::command(&root, datastore),
         cli::Command::Help => Ok(()),
     }
 }
@@ -274,7 +276,8 @@ fn interop(root: &Path, versions: &[EtcdVersion]) -> Result<()> {
     // kube-apiserver for the tests against a real API server: built from the Go module
     // proxy once, then cached outside target/ (xtask/src/kube_apiserver.rs).
     let mut kube_apiservers = KubeApiServers::provision(root, &go);
-    // kine over SQLite (xtask/src/kine.rs), in a run of every etcd line, as CI's is.
+    // kine over SQLite and over PostgreSQL (xtask/src/kine.rs), in a run of every etcd
+    // line, as CI's is: the PostgreSQL run adds about 40 s to a warm run.
     let kine = (versions == EtcdVersion::ALL).then(|| kine::provision_kine(root, &go));
     // One build of every test binary, the same `cargo xtask test` makes, so that
     // running it first costs nothing here.
@@ -362,16 +365,27 @@ fn interop(root: &Path, versions: &[EtcdVersion]) -> Result<()> {
         }
         stop_etcd();
     }
-    if let Some(kine) = kine {
-        let started = Instant::now();
-        report.outcome(
-            format!(
-                "etcd3 and command suites ({}) on kine",
-                kine::PACKAGES.join(", ")
-            ),
-            started,
-            kine.and_then(|binary| kine::run_suites(root, &binary, &build)),
-        );
+    match kine {
+        None => {}
+        Some(Err(error)) => report.outcome(
+            format!("build kine ({})", kine::MODULE_DIR),
+            Instant::now(),
+            Err(error),
+        ),
+        // The same binary over each datastore.
+        Some(Ok(binary)) => {
+            for datastore in [kine::Datastore::Sqlite, kine::Datastore::Postgres] {
+                let started = Instant::now();
+                report.outcome(
+                    format!(
+                        "etcd3 and command suites ({}) on kine over {datastore}",
+                        kine::PACKAGES.join(", ")
+                    ),
+                    started,
+                    kine::run_suites(root, &binary, &build, datastore),
+                );
+            }
+        }
     }
     // kube-apiserver 1.37 and 1.31, each on an etcd 3.6 of its own the tests start.
     let started = Instant::now();
