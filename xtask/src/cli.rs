@@ -58,8 +58,10 @@ commands:
                                 --no-report: write none. The kube section runs the
                                 same workloads through k8s.io/apiserver v0.37.2's
                                 etcd3 store (interop/gobench, Go, built from the
-                                module proxy with Go's caches the first time);
-                                without Go, or with --no-go, it is left out
+                                module proxy with Go's caches the first time), and
+                                the CRUD workloads again on kine over SQLite (`kine`;
+                                kine built as `test --backend kine-sqlite` builds
+                                it); without Go, or with --no-go, both are left out
   soak [-- <soak args>]         60 s of mixed load on a three-member etcd cluster with a
                                 member restarted midway, then check every write and
                                 watch (crates/apistore-etcd3/examples/soak.rs, release;

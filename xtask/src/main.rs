@@ -81,6 +81,9 @@ const GOBENCH_BINARY: &str = "apistore-gobench";
 /// Environment variable the bench harness reads the Go arm's binary from.
 const GOBENCH_BIN_ENV: &str = "APISTORE_GOBENCH_BIN";
 
+/// Environment variable the bench harness reads kine's binary from.
+const KINE_BIN_ENV: &str = "APISTORE_KINE_BIN";
+
 fn main() -> ExitCode {
     let args: Vec<String> = env::args().skip(1).collect();
     let command = match cli::Command::parse(&args) {
@@ -586,13 +589,16 @@ fn bench(root: &Path, bench_args: &[String], go: bool) -> Result<()> {
     let protoc = provision::protoc(root)?;
     let etcd_bin = provision::etcd()?;
     let gobench = if go { gobench(root) } else { None };
-    // The bench harness starts (and times) its own etcd.
+    let kine = if go { bench_kine(root) } else { None };
+    // The bench harness starts (and times) its own etcd, and its own kine.
     let mut bench = cargo_command(&cargo, root, &protoc);
     bench.env(ETCD_BIN_ENV, &etcd_bin);
-    match &gobench {
-        Some(binary) => bench.env(GOBENCH_BIN_ENV, binary),
-        None => bench.env_remove(GOBENCH_BIN_ENV),
-    };
+    for (variable, binary) in [(GOBENCH_BIN_ENV, &gobench), (KINE_BIN_ENV, &kine)] {
+        match binary {
+            Some(binary) => bench.env(variable, binary),
+            None => bench.env_remove(variable),
+        };
+    }
     bench
         .args(["run", "--release", "-p", "apistore-bench", "--"])
         .args(bench_args);
@@ -626,6 +632,21 @@ fn gobench(root: &Path) -> Option<PathBuf> {
                 "xtask: building {GOBENCH_MODULE} failed ({error}); the bench runs without \
                  its kube section"
             );
+            None
+        }
+    }
+}
+
+/// kine for the bench's kine-sqlite CRUD section (built once, as `cargo xtask test
+/// --backend kine-sqlite` builds it); `None`, said on the terminal, without Go or when
+/// the build fails, so the rest of the bench still runs.
+fn bench_kine(root: &Path) -> Option<PathBuf> {
+    let built =
+        Go::find("the bench's kine-sqlite section").and_then(|go| kine::provision_kine(root, &go));
+    match built {
+        Ok(binary) => Some(binary),
+        Err(error) => {
+            println!("xtask: {error}; the bench runs without its kine-sqlite section");
             None
         }
     }
