@@ -194,6 +194,7 @@ impl KineServer {
                 dir,
                 &log,
                 "TERM",
+                None,
             )?;
             let mut server = Self {
                 endpoint: format!("http://{address}"),

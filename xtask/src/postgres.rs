@@ -84,35 +84,17 @@ impl PostgresServer {
             "apistore-kine-postgres-{}-{stamp}",
             std::process::id()
         ));
-        fs::create_dir_all(&dir)
-            .map_err(|e| XtaskError::io(format!("create {}", dir.display()), e))?;
         let mut server = Self {
             port: 0,
             dir,
             server: None,
             version: version(&bin),
         };
-        if let RunAs::Account { uid, gid } = run_as {
-            std::os::unix::fs::chown(&server.dir, Some(uid), Some(gid))
-                .map_err(|e| XtaskError::io(format!("chown {}", server.dir.display()), e))?;
-        }
-        let data = server.dir.join("data");
-        // No fsync: the cluster lives for one run, and the tests are about what kine
-        // answers, not about surviving a power cut.
-        run_step(
-            run_as
-                .command(&bin.join("initdb"))
-                .current_dir(&server.dir)
-                .arg("--pgdata")
-                .arg(&data)
-                .args(["--username", SUPERUSER, "--auth=trust", "--encoding=UTF8"])
-                .args(["--locale=C", "--no-sync"])
-                .stdin(Stdio::null())
-                .stdout(Stdio::null()),
-        )?;
         let mut last_error = String::new();
-        // A port found free may be taken before PostgreSQL binds it: try a few.
+        // A port found free may be taken before PostgreSQL binds it: try a few. The
+        // watchdog of a failed try removed the cluster with it, so each try makes one.
         for _ in 0..5 {
+            let data = init_cluster(&server.dir, &bin, run_as)?;
             let port = crate::kine::free_port()?;
             let postgres = run_as.command(&bin.join("postgres"));
             let mut args: Vec<std::ffi::OsString> =
@@ -136,6 +118,8 @@ impl PostgresServer {
                 log,
                 // Fast shutdown: TERM would wait for kine's connections to close.
                 "INT",
+                // The cluster goes with the server, even if xtask is interrupted.
+                Some(&server.dir),
             )?);
             server.port = port;
             match server.wait_ready(&bin) {
@@ -202,10 +186,40 @@ impl Drop for PostgresServer {
         if let Some(mut watchdog) = self.server.take() {
             watchdog.stop();
         }
-        if let Err(error) = fs::remove_dir_all(&self.dir) {
-            eprintln!("xtask: could not remove {}: {error}", self.dir.display());
+        // The watchdog removed it once PostgreSQL exited; this is for a cluster whose
+        // server never started.
+        match fs::remove_dir_all(&self.dir) {
+            Err(error) if error.kind() != std::io::ErrorKind::NotFound => {
+                eprintln!("xtask: could not remove {}: {error}", self.dir.display());
+            }
+            _ => {}
         }
     }
+}
+
+/// Makes `dir` (owned by the user PostgreSQL runs as) and a new cluster in
+/// `dir/data`; returns the latter.
+fn init_cluster(dir: &Path, bin: &Path, run_as: RunAs) -> Result<PathBuf> {
+    fs::create_dir_all(dir).map_err(|e| XtaskError::io(format!("create {}", dir.display()), e))?;
+    if let RunAs::Account { uid, gid } = run_as {
+        std::os::unix::fs::chown(dir, Some(uid), Some(gid))
+            .map_err(|e| XtaskError::io(format!("chown {}", dir.display()), e))?;
+    }
+    let data = dir.join("data");
+    // No fsync: the cluster lives for one run, and the tests are about what kine
+    // answers, not about surviving a power cut.
+    run_step(
+        run_as
+            .command(&bin.join("initdb"))
+            .current_dir(dir)
+            .arg("--pgdata")
+            .arg(&data)
+            .args(["--username", SUPERUSER, "--auth=trust", "--encoding=UTF8"])
+            .args(["--locale=C", "--no-sync"])
+            .stdin(Stdio::null())
+            .stdout(Stdio::null()),
+    )?;
+    Ok(data)
 }
 
 /// The directory holding `initdb`, `postgres` and `pg_isready`: the one `initdb` on

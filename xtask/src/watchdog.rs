@@ -14,11 +14,13 @@ use std::process::{Child, ChildStdin, Command, ExitStatus, Stdio};
 use crate::error::{Result, XtaskError};
 
 /// The watchdog: starts `"$0" "$@"` with its output appended to `$WATCHDOG_LOG`, waits
-/// for a line (or the end) on its standard input, then sends `$WATCHDOG_SIGNAL` and
-/// waits for the server to exit.
+/// for a line (or the end) on its standard input, then sends `$WATCHDOG_SIGNAL`, waits
+/// for the server to exit, and removes `$WATCHDOG_REMOVE` if set (so a server's
+/// throwaway directory goes even when xtask is interrupted and never drops it).
 const SCRIPT: &str = "\"$0\" \"$@\" </dev/null >>\"$WATCHDOG_LOG\" 2>&1 & server=$!\n\
                       read _ignored\n\
-                      kill -s \"$WATCHDOG_SIGNAL\" \"$server\" 2>/dev/null; wait \"$server\"";
+                      kill -s \"$WATCHDOG_SIGNAL\" \"$server\" 2>/dev/null; wait \"$server\"\n\
+                      if [ -n \"$WATCHDOG_REMOVE\" ]; then rm -rf \"$WATCHDOG_REMOVE\"; fi";
 
 /// A server under a watchdog; dropping it stops the server.
 pub(crate) struct Watchdog {
@@ -30,13 +32,15 @@ pub(crate) struct Watchdog {
 impl Watchdog {
     /// Starts `program` with `args` in `dir`, its output appended to `log`; `signal`
     /// (`TERM`, `INT`) is what stops it: PostgreSQL takes `INT` as "fast shutdown",
-    /// where `TERM` would wait for every client to leave.
+    /// where `TERM` would wait for every client to leave. `remove`, if given, is removed
+    /// once the server has exited.
     pub(crate) fn spawn<I, S>(
         program: &Path,
         args: I,
         dir: &Path,
         log: &Path,
         signal: &str,
+        remove: Option<&Path>,
     ) -> Result<Self>
     where
         I: IntoIterator<Item = S>,
@@ -50,6 +54,11 @@ impl Watchdog {
             .current_dir(dir)
             .env("WATCHDOG_LOG", log)
             .env("WATCHDOG_SIGNAL", signal)
+            // Always set, so that one inherited from xtask's environment is never used.
+            .env(
+                "WATCHDOG_REMOVE",
+                remove.map_or_else(Default::default, Path::as_os_str),
+            )
             .stdin(Stdio::piped())
             .stdout(Stdio::null())
             .stderr(Stdio::null())
@@ -88,10 +97,12 @@ mod tests {
     use super::*;
 
     #[test]
-    fn stopping_signals_the_server_and_waits_for_it() {
+    fn stopping_signals_the_server_waits_for_it_and_removes_its_directory() {
         let dir = std::env::temp_dir().join(format!("xtask-watchdog-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let log = dir.join("log");
+        let throwaway = dir.join("throwaway");
+        std::fs::create_dir_all(throwaway.join("inside")).unwrap();
         // The server traps the signal it is sent and says so, then exits. (TERM: a
         // background job of a non-interactive sh starts with INT ignored, and a shell
         // cannot trap what it started ignoring; PostgreSQL sets its own handlers.)
@@ -104,6 +115,7 @@ mod tests {
             &dir,
             &log,
             "TERM",
+            Some(&throwaway),
         )
         .unwrap();
         let started = std::time::Instant::now();
@@ -118,6 +130,10 @@ mod tests {
         watchdog.stop();
         assert!(watchdog.exited().is_some());
         assert_eq!(std::fs::read_to_string(&log).unwrap(), "up\ngot TERM\n");
+        assert!(
+            !throwaway.exists(),
+            "the watchdog removes what it was given"
+        );
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }
