@@ -1,17 +1,18 @@
-//! The command line: `cargo xtask test [--etcd V] | interop [--etcd V]... | demo |
+//! The command line: `cargo xtask test [--backend B] [--etcd V] | interop [--etcd V]... | demo |
 //! bench [--quick] [--only NAME]... [--arm A] [--report PATH|--no-report] [--no-go] | soak | soak-tests [--runs N] [--package P]... [--test T]... [--no-load]
 //! | help`.
 //!
 //! Hand-rolled: a few subcommands do not need an argument-parsing dependency.
 
 use crate::etcd_versions::EtcdVersion;
+use crate::kine::Datastore;
 
 /// What `cargo xtask --help` prints.
 pub(crate) const USAGE: &str = "\
 usage: cargo xtask <command>
 
 commands:
-  test [--etcd 3.4|3.5|3.6] [-- <cargo test args>]
+  test [--backend etcd] [--etcd 3.4|3.5|3.6] [-- <cargo test args>]
                                 cargo fmt --check, clippy -D warnings, then one build
                                 of every test binary (cargo test --workspace
                                 --all-features --no-run) run, all but apistore-interop's,
@@ -19,6 +20,18 @@ commands:
                                 default), then the doc tests and the examples; with
                                 arguments after --, plain cargo test with them instead
                                 (with -p/--package, they replace --workspace)
+  test --backend kine-sqlite|kine-postgres
+                                needs Go and a C compiler: builds kine (k3s-io/kine,
+                                interop/kine) into target/tools/kine-<release>/, the
+                                build `test` makes, and runs the etcd3 backend's and
+                                the command's test binaries (apistore-etcd3,
+                                apistore-cli) against a fresh kine over a new SQLite
+                                file, or over a throwaway PostgreSQL cluster (Debian's
+                                postgresql: initdb in a temporary directory, served on
+                                127.0.0.1 only, removed after; as root, run as the
+                                `postgres` account); the tests that do not apply to
+                                kine skipped by name and printed with why. No fmt or
+                                clippy (they do not depend on the server)
   interop [--etcd 3.4|3.5|3.6]...
                                 needs Go: builds the reference harness
                                 (interop/reference) and runs the differential tests
@@ -29,7 +42,8 @@ commands:
                                 against kube-apiserver 1.37 and 1.31 themselves,
                                 built from the Go module proxy the first time (about
                                 20 min) and cached in ~/.cache/apistore/; with all
-                                three (the default), also what `kine` runs
+                                three (the default), also what `test --backend
+                                kine-sqlite` and `--backend kine-postgres` run
   demo [-- <demo args>]         run the demo example (crates/apistore/examples/demo.rs)
                                 against a fresh etcd
   bench [--quick] [--only NAME]... [--arm apistore|raw|kube] [--report PATH]
@@ -44,8 +58,10 @@ commands:
                                 --no-report: write none. The kube section runs the
                                 same workloads through k8s.io/apiserver v0.37.2's
                                 etcd3 store (interop/gobench, Go, built from the
-                                module proxy with Go's caches the first time);
-                                without Go, or with --no-go, it is left out
+                                module proxy with Go's caches the first time), and
+                                the CRUD workloads again on kine over SQLite (`kine`;
+                                kine built as `test --backend kine-sqlite` builds
+                                it); without Go, or with --no-go, both are left out
   soak [-- <soak args>]         60 s of mixed load on a three-member etcd cluster with a
                                 member restarted midway, then check every write and
                                 watch (crates/apistore-etcd3/examples/soak.rs, release;
@@ -61,13 +77,7 @@ commands:
                                 over 15 minutes is killed and failed. Prints runs and
                                 failures per binary and `N passed, M failed` (runs);
                                 failed runs' output stays in target/soak-tests/
-  kine                          needs Go and a C compiler: builds kine (k3s-io/kine,
-                                interop/kine, over SQLite) into
-                                target/tools/kine-<release>/, the build `test` makes,
-                                and runs the etcd3 backend's and the command's tests
-                                (apistore-etcd3, apistore-cli) against a fresh kine,
-                                the tests that do not apply to kine skipped by name
-                                and printed with why
+  kine                          the same as `test --backend kine-sqlite`
   help                          print this
 
 Each command provisions what it needs first: protoc (vendored, copied to
@@ -105,8 +115,9 @@ pub(crate) enum Command {
         tests: Vec<String>,
         load: bool,
     },
-    /// The etcd3 backend's and the command's tests against kine.
-    Kine,
+    /// The etcd3 backend's and the command's tests against kine over this datastore
+    /// (`test --backend kine-sqlite|kine-postgres`; `kine` is the first).
+    Kine { datastore: Datastore },
     /// Print [`USAGE`].
     Help,
 }
@@ -118,16 +129,7 @@ impl Command {
             return Err("no command given".to_owned());
         };
         match command.as_str() {
-            "test" => {
-                let (etcd, rest) = etcd_flags("test", rest)?;
-                if etcd.len() > 1 {
-                    return Err("`test` takes one --etcd; `interop` takes several".to_owned());
-                }
-                Ok(Self::Test {
-                    etcd: etcd.first().copied(),
-                    cargo_test_args: after_double_dash("test", rest)?,
-                })
-            }
+            "test" => test(rest),
             "interop" => {
                 let (mut etcd, rest) = etcd_flags("interop", rest)?;
                 if !rest.is_empty() {
@@ -155,15 +157,94 @@ impl Command {
                 soak_args: after_double_dash("soak", rest)?,
             }),
             "soak-tests" => soak_tests(rest),
-            "kine" if rest.is_empty() => Ok(Self::Kine),
+            // What it has always run: kine over SQLite.
+            "kine" if rest.is_empty() => Ok(Self::Kine {
+                datastore: Datastore::Sqlite,
+            }),
             "kine" => Err(format!(
-                "`kine` takes no arguments, not `{}`",
+                "`kine` (`test --backend kine-sqlite`) takes no arguments, not `{}`",
                 rest.join(" ")
             )),
             "help" | "-h" | "--help" => Ok(Self::Help),
             other => Err(format!("unknown command `{other}`")),
         }
     }
+}
+
+/// The servers `test --backend` runs the suites against.
+const BACKENDS: &str = "etcd, kine-sqlite or kine-postgres";
+
+/// `test [--backend etcd|kine-sqlite|kine-postgres] [--etcd V] [-- <cargo test args>]`,
+/// the two flags in either order (`--flag=value` too). `--backend etcd` is the default;
+/// the kine backends take neither `--etcd` (kine is the server) nor cargo test
+/// arguments (they run fixed packages' binaries, with the tests that do not apply to
+/// kine skipped by name).
+fn test(mut rest: &[String]) -> Result<Command, String> {
+    let mut backend: Option<Option<Datastore>> = None;
+    let mut etcd = None;
+    while let Some((flag, after)) = rest.split_first() {
+        let (name, inline) = match flag.split_once('=') {
+            Some((name, value)) if name == "--backend" || name == "--etcd" => (name, Some(value)),
+            _ => (flag.as_str(), None),
+        };
+        if name != "--backend" && name != "--etcd" {
+            break;
+        }
+        let (value, after) = match (inline, after.split_first()) {
+            (Some(value), _) => (value, after),
+            (None, Some((value, after))) => (value.as_str(), after),
+            (None, None) if name == "--etcd" => {
+                return Err("`test --etcd` needs a version: 3.4, 3.5 or 3.6".to_owned());
+            }
+            (None, None) => return Err(format!("`test --backend` needs one of {BACKENDS}")),
+        };
+        if name == "--etcd" {
+            if etcd.is_some() {
+                return Err("`test` takes one --etcd; `interop` takes several".to_owned());
+            }
+            etcd = Some(EtcdVersion::parse(value).ok_or_else(|| {
+                format!("`--etcd {value}`: the etcd versions tested are 3.4, 3.5 and 3.6")
+            })?);
+        } else {
+            if backend.is_some() {
+                return Err("`test` takes one --backend".to_owned());
+            }
+            backend = Some(match value {
+                "etcd" => None,
+                "kine-sqlite" => Some(Datastore::Sqlite),
+                "kine-postgres" => Some(Datastore::Postgres),
+                other => {
+                    return Err(format!(
+                        "`test --backend {other}`: the backends are {BACKENDS}"
+                    ));
+                }
+            });
+        }
+        rest = after;
+    }
+    let cargo_test_args = after_double_dash("test", rest)?;
+    let Some(Some(datastore)) = backend else {
+        return Ok(Command::Test {
+            etcd,
+            cargo_test_args,
+        });
+    };
+    let name = datastore.backend_name();
+    if let Some(version) = etcd {
+        return Err(format!(
+            "`test --backend {name} --etcd {version}`: --etcd picks the etcd of \
+             `--backend etcd`; on {name} kine is the server"
+        ));
+    }
+    if !cargo_test_args.is_empty() {
+        return Err(format!(
+            "`test --backend {name}` runs the etcd3 backend's and the command's test \
+             binaries whole (less the tests that do not apply to kine), so it takes no \
+             cargo test arguments, not `{}`",
+            cargo_test_args.join(" ")
+        ));
+    }
+    Ok(Command::Kine { datastore })
 }
 
 /// The harness's flags that take a value, and the values `--arm` accepts.
@@ -532,12 +613,86 @@ mod tests {
 
     #[test]
     fn kine_takes_no_arguments() {
-        assert_eq!(parse(&["kine"]), Ok(Command::Kine));
+        assert_eq!(
+            parse(&["kine"]),
+            Ok(Command::Kine {
+                datastore: Datastore::Sqlite
+            })
+        );
         assert!(
             parse(&["kine", "--etcd", "3.6"])
                 .unwrap_err()
                 .contains("--etcd")
         );
+    }
+
+    #[test]
+    fn the_backend_picks_the_server() {
+        let kine = |datastore| Ok(Command::Kine { datastore });
+        assert_eq!(
+            parse(&["test", "--backend", "kine-sqlite"]),
+            kine(Datastore::Sqlite)
+        );
+        assert_eq!(
+            parse(&["test", "--backend", "kine-sqlite"]),
+            parse(&["kine"])
+        );
+        assert_eq!(
+            parse(&["test", "--backend=kine-postgres"]),
+            kine(Datastore::Postgres)
+        );
+        assert_eq!(
+            parse(&["test", "--backend", "etcd"]),
+            Ok(Command::Test {
+                etcd: None,
+                cargo_test_args: vec![]
+            })
+        );
+        // Either order, and the cargo test arguments after.
+        for args in [
+            [
+                "test",
+                "--backend",
+                "etcd",
+                "--etcd",
+                "3.5",
+                "--",
+                "-p",
+                "x",
+            ],
+            [
+                "test",
+                "--etcd",
+                "3.5",
+                "--backend",
+                "etcd",
+                "--",
+                "-p",
+                "x",
+            ],
+        ] {
+            assert_eq!(
+                parse(&args),
+                Ok(Command::Test {
+                    etcd: Some(EtcdVersion::V3_5),
+                    cargo_test_args: vec!["-p".into(), "x".into()]
+                }),
+                "{args:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn backend_mistakes_are_reported() {
+        let error = |args: &[&str]| parse(args).unwrap_err();
+        assert!(error(&["test", "--backend"]).contains("kine-postgres"));
+        assert!(error(&["test", "--backend", "kine"]).contains("kine-sqlite"));
+        assert!(error(&["test", "--backend", "kine-mysql"]).contains("kine-mysql"));
+        assert!(error(&["test", "--backend", "etcd", "--backend", "etcd"]).contains("one"));
+        assert!(error(&["test", "--backend", "kine-postgres", "--etcd", "3.6"]).contains("--etcd"));
+        assert!(error(&["test", "--etcd=3.6", "--backend=kine-sqlite"]).contains("--etcd"));
+        assert!(error(&["test", "--backend", "kine-sqlite", "--", "-p", "x"]).contains("-p x"));
+        assert!(error(&["test", "--backend", "kine-sqlite", "-p", "x"]).contains("--"));
     }
 
     #[test]

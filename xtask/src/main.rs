@@ -15,10 +15,12 @@ mod generated;
 mod go;
 mod kine;
 mod kube_apiserver;
+mod postgres;
 mod provision;
 mod run;
 mod soak_tests;
 mod test_build;
+mod watchdog;
 
 use std::env;
 use std::ffi::OsStr;
@@ -91,6 +93,9 @@ const ETCDUTL_BIN_ENV: &str = "APISTORE_ETCDUTL_BIN";
 
 /// Where the bench finds the `apistore` command, built in release.
 const CLI_BIN_ENV: &str = "APISTORE_CLI_BIN";
+
+/// Environment variable the bench harness reads kine's binary from.
+const KINE_BIN_ENV: &str = "APISTORE_KINE_BIN";
 
 fn main() -> ExitCode {
     let args: Vec<String> = env::args().skip(1).collect();
@@ -179,7 +184,7 @@ fn run(command: cli::Command) -> Result<()> {
             tests,
             load,
         } => soak_tests(&root, runs, &packages, &tests, load),
-        cli::Command::Kine => kine::command(&root),
+        cli::Command::Kine { datastore } => kine::command(&root, datastore),
         cli::Command::Help => Ok(()),
     }
 }
@@ -287,7 +292,8 @@ fn interop(root: &Path, versions: &[EtcdVersion]) -> Result<()> {
     // kube-apiserver for the tests against a real API server: built from the Go module
     // proxy once, then cached outside target/ (xtask/src/kube_apiserver.rs).
     let mut kube_apiservers = KubeApiServers::provision(root, &go);
-    // kine over SQLite (xtask/src/kine.rs), in a run of every etcd line, as CI's is.
+    // kine over SQLite and over PostgreSQL (xtask/src/kine.rs), in a run of every etcd
+    // line, as CI's is: the PostgreSQL run adds about 40 s to a warm run.
     let kine = (versions == EtcdVersion::ALL).then(|| kine::provision_kine(root, &go));
     // One build of every test binary, the same `cargo xtask test` makes, so that
     // running it first costs nothing here.
@@ -375,16 +381,27 @@ fn interop(root: &Path, versions: &[EtcdVersion]) -> Result<()> {
         }
         stop_etcd();
     }
-    if let Some(kine) = kine {
-        let started = Instant::now();
-        report.outcome(
-            format!(
-                "etcd3 and command suites ({}) on kine",
-                kine::PACKAGES.join(", ")
-            ),
-            started,
-            kine.and_then(|binary| kine::run_suites(root, &binary, &build)),
-        );
+    match kine {
+        None => {}
+        Some(Err(error)) => report.outcome(
+            format!("build kine ({})", kine::MODULE_DIR),
+            Instant::now(),
+            Err(error),
+        ),
+        // The same binary over each datastore.
+        Some(Ok(binary)) => {
+            for datastore in [kine::Datastore::Sqlite, kine::Datastore::Postgres] {
+                let started = Instant::now();
+                report.outcome(
+                    format!(
+                        "etcd3 and command suites ({}) on kine over {datastore}",
+                        kine::PACKAGES.join(", ")
+                    ),
+                    started,
+                    kine::run_suites(root, &binary, &build, datastore),
+                );
+            }
+        }
     }
     // kube-apiserver 1.37 and 1.31, each on an etcd 3.6 of its own the tests start.
     let started = Instant::now();
@@ -594,6 +611,7 @@ fn bench(root: &Path, bench_args: &[String], go: bool) -> Result<()> {
     } else {
         None
     };
+    let kine = if go { bench_kine(root) } else { None };
     // The offline section times the command as an operator runs it: in release.
     run_step(cargo_command(&cargo, root, &protoc).args([
         "build",
@@ -602,13 +620,17 @@ fn bench(root: &Path, bench_args: &[String], go: bool) -> Result<()> {
         "apistore-cli",
     ]))?;
     let cli = root.join("target").join("release").join("apistore");
-    // The bench harness starts (and times) its own etcd.
+    // The bench harness starts (and times) its own etcd, and its own kine.
     let mut bench = cargo_command(&cargo, root, &protoc);
     bench.env(ETCD_BIN_ENV, &etcd_bin).env(CLI_BIN_ENV, &cli);
-    for (name, binary) in [(GOBENCH_BIN_ENV, &gobench), (ETCDUTL_BIN_ENV, &etcdutl)] {
+    for (variable, binary) in [
+        (GOBENCH_BIN_ENV, &gobench),
+        (ETCDUTL_BIN_ENV, &etcdutl),
+        (KINE_BIN_ENV, &kine),
+    ] {
         match binary {
-            Some(binary) => bench.env(name, binary),
-            None => bench.env_remove(name),
+            Some(binary) => bench.env(variable, binary),
+            None => bench.env_remove(variable),
         };
     }
     bench
@@ -641,6 +663,21 @@ fn go_tool(root: &Path, module: &str, binary: &str, section: &str) -> Option<Pat
         Ok(()) => Some(binary),
         Err(error) => {
             println!("xtask: building {module} failed ({error}); the bench runs without {section}");
+            None
+        }
+    }
+}
+
+/// kine for the bench's kine-sqlite CRUD section (built once, as `cargo xtask test
+/// --backend kine-sqlite` builds it); `None`, said on the terminal, without Go or when
+/// the build fails, so the rest of the bench still runs.
+fn bench_kine(root: &Path) -> Option<PathBuf> {
+    let built =
+        Go::find("the bench's kine-sqlite section").and_then(|go| kine::provision_kine(root, &go));
+    match built {
+        Ok(binary) => Some(binary),
+        Err(error) => {
+            println!("xtask: {error}; the bench runs without its kine-sqlite section");
             None
         }
     }

@@ -15,7 +15,7 @@ use std::process::{Command, Stdio};
 use apistore_testing::etcd::{self, FixtureError};
 
 use crate::error::{Result, XtaskError};
-use crate::run::{command_line, run_step};
+use crate::run::{command_line, first_output_line, run_step};
 
 /// Where provisioned tools go, relative to the workspace root.
 pub(crate) const TOOLS_DIR: &str = "target/tools";
@@ -146,22 +146,11 @@ fn install_etcd() -> Result<PathBuf> {
 
 /// The first line of `etcd --version`, e.g. `etcd Version: 3.4.23`.
 pub(crate) fn etcd_version(binary: &Path) -> String {
-    Command::new(binary)
-        .arg("--version")
-        .stdin(Stdio::null())
-        .stderr(Stdio::null())
-        .output()
-        .ok()
-        .and_then(|out| {
-            String::from_utf8_lossy(&out.stdout)
-                .lines()
-                .next()
-                .map(str::to_owned)
-        })
-        .unwrap_or_else(|| "version unknown".to_owned())
+    first_output_line(binary, &["--version"]).unwrap_or_else(|| "version unknown".to_owned())
 }
 
-fn is_root() -> bool {
+/// Whether this process runs as root (`id -u` says 0).
+pub(crate) fn is_root() -> bool {
     Command::new("id")
         .arg("-u")
         .stderr(Stdio::null())

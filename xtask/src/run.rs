@@ -2,7 +2,7 @@
 //! that names the command.
 
 use std::path::Path;
-use std::process::Command;
+use std::process::{Command, Stdio};
 
 use crate::error::{Result, XtaskError};
 
@@ -48,4 +48,19 @@ pub(crate) fn run_step(cmd: &mut Command) -> Result<()> {
             status,
         })
     }
+}
+
+/// The first line `program <args>` writes to its standard output (its `--version`,
+/// say), if it runs at all.
+pub(crate) fn first_output_line(program: &Path, args: &[&str]) -> Option<String> {
+    let out = Command::new(program)
+        .args(args)
+        .stdin(Stdio::null())
+        .stderr(Stdio::null())
+        .output()
+        .ok()?;
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .next()
+        .map(str::to_owned)
 }

@@ -42,6 +42,8 @@ pub(crate) struct Bench {
     pub(crate) raw: Arc<Raw>,
     namespaces: AtomicU64,
     compacted: AtomicI64,
+    /// Whether the server takes a ranged delete (etcd does; kine refuses DeleteRange).
+    range_deletes: bool,
 }
 
 impl Bench {
@@ -50,10 +52,20 @@ impl Bench {
         let pid = etcd
             .pid()
             .ok_or_else(|| BenchError::Invalid("etcd is not running".to_owned()))?;
-        let endpoint = etcd.endpoint();
-        let client = EtcdClient::connect(&ClientConfig::new([endpoint.clone()])).await?;
+        Self::connect_to(&etcd.endpoint(), pid, true, settings).await
+    }
+
+    /// Connects both sides to the server at `endpoint` whose process is `pid` (etcd, or
+    /// kine: `range_deletes` false, so runs are left in place rather than cleared).
+    pub(crate) async fn connect_to(
+        endpoint: &str,
+        pid: u32,
+        range_deletes: bool,
+        settings: Settings,
+    ) -> Result<Self> {
+        let client = EtcdClient::connect(&ClientConfig::new([endpoint.to_owned()])).await?;
         let store = Arc::new(Etcd3Store::new(client.clone(), Self::store_config()));
-        let raw = Arc::new(Raw::connect(&endpoint).await?);
+        let raw = Arc::new(Raw::connect(endpoint).await?);
         Ok(Self {
             settings,
             cpu: CpuMeter::new(pid),
@@ -62,6 +74,7 @@ impl Bench {
             raw,
             namespaces: AtomicU64::new(0),
             compacted: AtomicI64::new(0),
+            range_deletes,
         })
     }
 
@@ -122,8 +135,13 @@ impl Bench {
         Ok(())
     }
 
-    /// Deletes every object in `namespace` (untimed).
+    /// Deletes every object in `namespace` (untimed); on a server without ranged
+    /// deletes (kine) leaves them: every run writes to a fresh namespace, so what an
+    /// earlier run left is never read again.
     pub(crate) async fn clear(&self, namespace: &str) -> Result<()> {
+        if !self.range_deletes {
+            return Ok(());
+        }
         let mut kv = self.raw.client().kv_client();
         kv.delete(
             etcd_namespace_prefix(namespace),

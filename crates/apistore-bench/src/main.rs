@@ -15,7 +15,8 @@
 //! lists of 10,000 realistic Pods stored as kube's
 //! protobuf against the same Pods as JSON and against a raw range plus decode
 //! (src/pods.rs); the watch cache's lists and watchers (src/cacher.rs). The baseline is
-//! src/raw.rs. Last, the kube section (src/kube.rs): the same realistic Pods through
+//! src/raw.rs. The CRUD workloads run again on kine over SQLite when `cargo xtask
+//! bench` built it (src/kine.rs, `--only kine`). Last, the kube section (src/kube.rs): the same realistic Pods through
 //! apistore, through kube-apiserver's own etcd3 store (k8s.io/apiserver v0.37.2, the Go
 //! program `interop/gobench`, driven from src/gobench.rs) and through raw etcd-client,
 //! side by side, when `cargo xtask bench` built the Go program (`APISTORE_GOBENCH_BIN`).
@@ -44,6 +45,7 @@ mod crud;
 mod driver;
 mod error;
 mod gobench;
+mod kine;
 mod kms;
 mod kube;
 mod kube_pod;
@@ -291,6 +293,35 @@ async fn run_offline(
     Ok(Some(section))
 }
 
+/// The CRUD workloads at 1 and 16 callers on a kine of their own started from `binary`
+/// (src/kine.rs), apistore against raw etcd-client.
+async fn kine_crud(binary: &std::path::Path, settings: &Settings) -> Result<Vec<Comparison>> {
+    let kine = kine::KineProcess::start(binary)?;
+    let bench = Bench::connect_to(kine.endpoint(), kine.pid(), false, settings.clone()).await?;
+    let pool = "pool";
+    let raw = Backend::Raw(Arc::clone(&bench.raw));
+    bench
+        .fill(pool, pool_names(settings.pool_size), &raw)
+        .await?;
+    let arms = [
+        Arm::plain("apistore", Backend::Store(Arc::clone(&bench.store)), pool),
+        Arm::plain("raw", raw, pool),
+    ];
+    let mut comparisons = Vec::new();
+    for op in [Crud::Create, Crud::Get, Crud::Update, Crud::Delete] {
+        for callers in [1, 16] {
+            comparisons.push(
+                bench
+                    .compare_crud(Section::KineCrud, op, callers, &arms)
+                    .await?,
+            );
+        }
+    }
+    drop(bench);
+    drop(kine);
+    Ok(comparisons)
+}
+
 async fn run_workloads(bench: &Bench) -> Result<(Vec<Comparison>, Vec<String>)> {
     let mut comparisons = Vec::new();
     let mut notes = Vec::new();
@@ -320,6 +351,22 @@ async fn run_workloads(bench: &Bench) -> Result<(Vec<Comparison>, Vec<String>)> 
         }
     }
     println!("  ({:.0} s)", section_started.elapsed().as_secs_f64());
+
+    let section_started = Instant::now();
+    if settings.selected(kine::SELECTOR) {
+        match kine::binary_from_env() {
+            Some(binary) => {
+                println!("kine-sqlite crud: apistore against raw etcd-client, both on kine");
+                comparisons.extend(kine_crud(&binary, settings).await?);
+                println!("  ({:.0} s)", section_started.elapsed().as_secs_f64());
+            }
+            None => notes.push(format!(
+                "kine-sqlite CRUD not run: no kine ({} unset; `cargo xtask bench` builds \
+                 interop/kine when Go is installed)",
+                kine::KINE_BIN_ENV
+            )),
+        }
+    }
 
     let section_started = Instant::now();
     if settings.selected("list whole") || settings.selected("list pages of 500") {

@@ -75,6 +75,8 @@ impl Metric {
 pub(crate) enum Section {
     /// Create, get, guaranteed update and delete.
     Crud,
+    /// The same on kine over SQLite.
+    KineCrud,
     /// Whole and paged lists.
     List,
     /// Lists of Pods stored as protobuf, against JSON and against raw.

@@ -112,7 +112,7 @@ mod tests {
         // The object grew by what the managedFields entries take, tags and lengths
         // included, and by the byte or two the longer metadata's length may need.
         let annotations_only = {
-            let mut o = bare.clone();
+            let mut o = bare;
             o["metadata"]["annotations"] = full["metadata"]["annotations"].clone();
             sizes_of(&o)
         };
