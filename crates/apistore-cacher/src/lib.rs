@@ -63,6 +63,7 @@ mod metrics;
 mod reads;
 mod ready;
 mod reflector;
+mod snapshots;
 mod watch;
 mod watch_cache;
 mod watcher;

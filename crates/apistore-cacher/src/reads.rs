@@ -3,8 +3,10 @@
 //!
 //! - a get without resourceVersion reads the backend (for backward compatibility, as
 //!   kube does); with one, it waits for the cache to reach it and reads the cache;
-//! - a list with a continue token reads the backend, which accepts the tokens the
-//!   cache hands out (they are the etcd3 store's own);
+//! - a list with a continue token reads the snapshot at the token's revision when
+//!   snapshots are on (kube 1.34+'s `ListFromCacheSnapshot`) and the cache still has
+//!   it; otherwise the backend, which accepts the tokens the cache hands out (they are
+//!   the etcd3 store's own);
 //! - a consistent list (resourceVersion "") reads the backend, unless the cacher may
 //!   ask it for progress: then it learns the backend's current revision, asks for a
 //!   progress bookmark, waits for the cache to reach that revision and reads the cache
@@ -12,8 +14,9 @@
 //! - resourceVersion "0" and NotOlderThan wait for the cache and read it; "0" ignores
 //!   the limit, as kube does;
 //! - Exact (and kube's legacy exact: a limit with a non-zero resourceVersion and no
-//!   match) is rebuilt from the window when the window reaches back to that revision,
-//!   and read from the backend otherwise (kube v0.31.1 always sends it to etcd);
+//!   match) reads the snapshot at that revision when snapshots are on and the window
+//!   still covers it, and the backend otherwise (kube before 1.34 always sends it to
+//!   etcd);
 //! - while the cache initializes, a get reads the backend, a paged list without
 //!   selectors too, and other lists are refused with 429 (kube's
 //!   `ResilientWatchCacheInitialization`).
@@ -30,7 +33,7 @@ use tokio::time::Instant;
 
 use crate::cacher::{Shared, initializing};
 use crate::event::canonical_key;
-use crate::watch_cache::{BLOCK_TIMEOUT, Items};
+use crate::watch_cache::{BLOCK_TIMEOUT, Items, range_from};
 
 /// How often a consistent read that waits for the cache asks the backend for
 /// progress again (kube's `progressRequestsInterval` of its progress requester).
@@ -75,9 +78,18 @@ impl<S: Storage> Shared<S> {
         let (Some(canonical), Ok(resource_version)) = (canonical, parsed) else {
             return self.storage.list(key, options).await;
         };
-        if (consistent && !self.settings.consistent_reads_from_cache)
-            || !predicate.continue_token.is_empty()
-        {
+        let key_for_cache = canonical.as_ref();
+        let prefix = list_prefix(key_for_cache, options.recursive);
+        if !predicate.continue_token.is_empty() {
+            return match self.snapshot_continuation(&prefix, options) {
+                Some((start, revision)) if self.ready.check() => {
+                    self.list_from_snapshot(key, &prefix, Some(&start), revision, options)
+                        .await
+                }
+                _ => self.storage.list(key, options).await,
+            };
+        }
+        if consistent && !self.settings.consistent_reads_from_cache {
             return self.storage.list(key, options).await;
         }
         let legacy_exact = predicate.limit > 0
@@ -91,19 +103,18 @@ impl<S: Storage> Shared<S> {
             }
             return Err(initializing(key));
         }
-        let key_for_cache = canonical.as_ref();
-        let prefix = list_prefix(key_for_cache, options.recursive);
         if exact {
-            if resource_version == 0 {
+            // kube serves only recursive lists from snapshots (a single object has no
+            // exact-revision get in the cache).
+            if resource_version == 0
+                || !self.settings.list_from_cache_snapshot
+                || !options.recursive
+            {
                 return self.storage.list(key, options).await;
             }
-            return match self
-                .cache
-                .list_at(&prefix, options.recursive, resource_version)
-            {
-                Some(items) => self.page(key_for_cache, options, items, resource_version, ""),
-                None => self.storage.list(key, options).await,
-            };
+            return self
+                .list_from_snapshot(key, &prefix, None, resource_version, options)
+                .await;
         }
         let (items, read_rv, index) = if consistent {
             let current = self.current_revision().await?;
@@ -119,6 +130,58 @@ impl<S: Storage> Shared<S> {
             self.items(key_for_cache, &prefix, options)
         };
         self.page(key_for_cache, options, items, read_rv, &index)
+    }
+
+    /// The start key and revision of a continued list that a snapshot may answer: a
+    /// recursive list with a valid token pinning a revision, without resourceVersion
+    /// or match (kube's `ShouldDelegateContinue`). `None` sends it to the backend: with
+    /// snapshots off; with resourceVersion "0", which kube answers from the cache
+    /// whole (its `computeListLimit` ignores the limit at "0") where etcd answers one
+    /// page, so the backend keeps etcd's answer; with a token of revision −1 (a list
+    /// continued after compaction, at the latest revision); and with a bad token or
+    /// resourceVersion, whose error the backend words.
+    fn snapshot_continuation(&self, prefix: &str, options: &ListOptions) -> Option<(String, u64)> {
+        if !self.settings.list_from_cache_snapshot
+            || !options.recursive
+            || !options.resource_version.is_empty()
+            || options.resource_version_match != ResourceVersionMatch::Unset
+        {
+            return None;
+        }
+        let (start, revision) =
+            continue_token::decode(&options.predicate.continue_token, prefix).ok()?;
+        let revision = u64::try_from(revision).ok().filter(|rev| *rev > 0)?;
+        Some((start, revision))
+    }
+
+    /// A list at exactly `revision` (an Exact list, or a continued one from `start`)
+    /// from the cache's snapshot of that revision, cut as the etcd3 store cuts it; the
+    /// backend answers when the cache has no snapshot for it (kube's delegator falls
+    /// back on the cache's "too old" the same way). A revision the cache has not
+    /// reached yet is waited for when consistent reads may come from the cache (the
+    /// backend is asked for progress meanwhile), and goes to the backend otherwise.
+    async fn list_from_snapshot(
+        &self,
+        key: &str,
+        prefix: &str,
+        start: Option<&str>,
+        revision: u64,
+        options: &ListOptions,
+    ) -> Result<ObjectList<S::Object>> {
+        self.sync_compaction();
+        if self.cache.not_fresh(revision) {
+            if !self.settings.consistent_reads_from_cache {
+                return self.storage.list(key, options).await;
+            }
+            self.wait_with_progress_requests(revision, key).await?;
+        }
+        let Some(snapshot) = self.cache.snapshot_at(revision) else {
+            return self.storage.list(key, options).await;
+        };
+        let items = range_from(&snapshot, prefix, start.unwrap_or(prefix))
+            .map(|(key, object)| (Arc::clone(key), Arc::clone(object)))
+            .collect();
+        self.page(prefix, options, items, revision, "")
     }
 
     /// What a list reads from the cache: the object under `key`, or those under

@@ -89,6 +89,9 @@ async fn list_and_watch<S: Storage>(
                 event = poll_fn(|cx| stream.as_mut().poll_next(cx)) => event,
                 _ = ticker.tick() => {
                     shared.dispatcher.bookmark(shared.cache.resource_version());
+                    // Snapshots below the backend's compaction are dropped even while
+                    // no list asks for one, so their memory goes.
+                    shared.sync_compaction();
                     continue;
                 }
             };
