@@ -9,9 +9,11 @@ use apistore_storage::{
     DeleteOptions, GetOptions, KeysFn, ListOptions, ObjectList, ResponseMeta, Result, Stats,
     Status, Storage, StorageError, Update, UpdateOptions, Versioner, WatchStream,
 };
+use tokio::sync::Notify;
 use tokio::task::JoinHandle;
 
 use crate::config::CacherConfig;
+use crate::consistency;
 use crate::dispatcher::Dispatcher;
 use crate::event::canonical_key;
 use crate::metrics::{CacherMetrics, ResourceMetrics};
@@ -38,18 +40,25 @@ pub(crate) struct Shared<S: Storage> {
     pub(crate) dispatcher: Arc<Dispatcher<S::Object>>,
     pub(crate) settings: Settings,
     pub(crate) metrics: ResourceMetrics,
+    /// Tells the reflector to list the backend again (the consistency checker found
+    /// the cache wrong).
+    pub(crate) relist: Notify,
 }
 
 /// Stops the reflector, and with it the cache and its watches, when the last handle on
 /// the cacher goes.
 struct Task<S: Storage> {
     reflector: JoinHandle<()>,
+    checker: Option<JoinHandle<()>>,
     shared: Arc<Shared<S>>,
 }
 
 impl<S: Storage> Drop for Task<S> {
     fn drop(&mut self) {
         self.reflector.abort();
+        if let Some(checker) = &self.checker {
+            checker.abort();
+        }
         self.shared.ready.stop();
         self.shared.dispatcher.terminate_all();
     }
@@ -115,11 +124,16 @@ impl<S: Storage + 'static> Cacher<S> {
                 list_from_cache_snapshot: config.list_from_cache_snapshot,
             },
             metrics,
+            relist: Notify::new(),
         });
         let reflector = tokio::spawn(reflector::run(Arc::clone(&shared)));
+        let checker = config
+            .consistency_check_period
+            .map(|period| tokio::spawn(consistency::run(Arc::clone(&shared), period)));
         Self {
             task: Arc::new(Task {
                 reflector,
+                checker,
                 shared: Arc::clone(&shared),
             }),
             shared,

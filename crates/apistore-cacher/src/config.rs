@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use apistore_storage::{ApiObject, KubeVersion};
 
+use crate::consistency::DEFAULT_CONSISTENCY_CHECK_PERIOD;
 use crate::index::CacheIndex;
 use crate::metrics::CacherMetrics;
 use crate::watch_cache::KeyFn;
@@ -59,6 +60,12 @@ pub struct CacherConfig<T> {
     /// lists go to the backend. On by default, as for the newest kube;
     /// [`Self::with_kube_version`] sets it per version.
     pub list_from_cache_snapshot: bool,
+    /// kube's `DetectCacheInconsistency` (beta and on from kube 1.34): how often to
+    /// compare the cache with the backend at the cache's revision (see
+    /// [`Cacher::check_consistency`](crate::Cacher::check_consistency)); `None`: never.
+    /// Every [`DEFAULT_CONSISTENCY_CHECK_PERIOD`] by default, as for the newest kube;
+    /// [`Self::with_kube_version`] turns it off for 1.31–1.33.
+    pub consistency_check_period: Option<Duration>,
     /// Where to record metrics; `None` records into unregistered ones.
     pub metrics: Option<CacherMetrics>,
 }
@@ -79,6 +86,7 @@ impl<T: ApiObject> CacherConfig<T> {
             watch_list: false,
             list_page_size: DEFAULT_LIST_PAGE_SIZE,
             list_from_cache_snapshot: true,
+            consistency_check_period: Some(DEFAULT_CONSISTENCY_CHECK_PERIOD),
             metrics: None,
         }
     }
@@ -99,9 +107,13 @@ impl<T: ApiObject> CacherConfig<T> {
     }
 
     /// Behaves as the cacher of kube `version` where the versions differ (builder
-    /// style): snapshots ([`Self::list_from_cache_snapshot`]) from 1.34 on.
+    /// style): snapshots ([`Self::list_from_cache_snapshot`]) and consistency checks
+    /// ([`Self::consistency_check_period`], every
+    /// [`DEFAULT_CONSISTENCY_CHECK_PERIOD`]) from 1.34 on, neither before.
     pub fn with_kube_version(mut self, version: KubeVersion) -> Self {
-        self.list_from_cache_snapshot = version >= KubeVersion::V1_34;
+        let since_1_34 = version >= KubeVersion::V1_34;
+        self.list_from_cache_snapshot = since_1_34;
+        self.consistency_check_period = since_1_34.then_some(DEFAULT_CONSISTENCY_CHECK_PERIOD);
         self
     }
 
@@ -141,6 +153,7 @@ impl<T> fmt::Debug for CacherConfig<T> {
             .field("watch_list", &self.watch_list)
             .field("list_page_size", &self.list_page_size)
             .field("list_from_cache_snapshot", &self.list_from_cache_snapshot)
+            .field("consistency_check_period", &self.consistency_check_period)
             .finish_non_exhaustive()
     }
 }

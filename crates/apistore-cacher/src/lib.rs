@@ -55,6 +55,7 @@
 
 mod cacher;
 mod config;
+mod consistency;
 mod dispatcher;
 mod event;
 mod index;
@@ -73,6 +74,7 @@ pub use cacher::Cacher;
 pub use config::{
     CacherConfig, DEFAULT_BOOKMARK_FREQUENCY, DEFAULT_LIST_PAGE_SIZE, namespace_key_fn,
 };
+pub use consistency::{ConsistencyCheck, DEFAULT_CONSISTENCY_CHECK_PERIOD};
 pub use index::CacheIndex;
 pub use metrics::CacherMetrics;
 pub use watch_cache::{BLOCK_TIMEOUT, KeyFn};
