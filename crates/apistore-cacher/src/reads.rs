@@ -129,6 +129,7 @@ impl<S: Storage> Shared<S> {
             self.cache.wait_until_fresh(resource_version, key).await?;
             self.items(key_for_cache, &prefix, options)
         };
+        let items = items.iter().map(|(key, object)| (key, object));
         self.page(key_for_cache, options, items, read_rv, &index)
     }
 
@@ -178,9 +179,7 @@ impl<S: Storage> Shared<S> {
         let Some(snapshot) = self.cache.snapshot_at(revision) else {
             return self.storage.list(key, options).await;
         };
-        let items = range_from(&snapshot, prefix, start.unwrap_or(prefix))
-            .map(|(key, object)| (Arc::clone(key), Arc::clone(object)))
-            .collect();
+        let items = range_from(&snapshot, prefix, start.unwrap_or(prefix));
         self.page(prefix, options, items, revision, "")
     }
 
@@ -208,15 +207,20 @@ impl<S: Storage> Shared<S> {
     }
 
     /// One page of `items` (all under the list's key, in key order) as kube's
-    /// `GetList` cuts it from the cache.
-    fn page(
+    /// `GetList` cuts it from the cache. The items after the page are only counted
+    /// (for the remaining item count and the metrics), not copied: a continued list
+    /// from a snapshot costs its page and a walk of the rest of the tree.
+    fn page<'i>(
         &self,
         key: &str,
         options: &ListOptions,
-        items: Items<S::Object>,
+        items: impl Iterator<Item = (&'i Arc<str>, &'i Arc<S::Object>)>,
         read_rv: u64,
         index: &str,
-    ) -> Result<ObjectList<S::Object>> {
+    ) -> Result<ObjectList<S::Object>>
+    where
+        S::Object: 'i,
+    {
         let predicate = &options.predicate;
         let limit = if predicate.limit <= 0 || options.resource_version == "0" {
             0
@@ -225,23 +229,27 @@ impl<S: Storage> Shared<S> {
         };
         let mut selected = Vec::new();
         let mut last_key: Option<&Arc<str>> = None;
-        let mut has_more = false;
-        for (index, (item_key, object)) in items.iter().enumerate() {
+        let mut items = items.peekable();
+        let mut fetched = 0usize;
+        while let Some((item_key, object)) = items.next() {
+            fetched += 1;
             if predicate.matches(&**object) {
                 selected.push((**object).clone());
                 last_key = Some(item_key);
             }
             if limit > 0 && selected.len() >= limit {
-                has_more = index + 1 < items.len();
                 break;
             }
         }
+        let has_more = items.peek().is_some();
+        // kube counts every item from the start key, read or not.
+        fetched += items.count();
         let mut metadata = ListMeta::default();
         let (token, remaining) = match last_key {
             Some(last_key) if has_more => {
                 let key_prefix = list_prefix(key, true);
                 let rv = i64::try_from(read_rv).unwrap_or(i64::MAX);
-                let items_count = i64::try_from(items.len()).unwrap_or(i64::MAX);
+                let items_count = i64::try_from(fetched).unwrap_or(i64::MAX);
                 match continue_token::prepare(
                     last_key.as_bytes(),
                     &key_prefix,
@@ -266,7 +274,7 @@ impl<S: Storage> Shared<S> {
         self.storage
             .versioner()
             .update_list(&mut metadata, read_rv, token, remaining)?;
-        self.metrics.record_list(items.len(), selected.len(), index);
+        self.metrics.record_list(fetched, selected.len(), index);
         Ok(ObjectList::new(selected, metadata))
     }
 
