@@ -231,7 +231,7 @@ impl<S: Storage> Shared<S> {
         let mut last_key: Option<&Arc<str>> = None;
         let mut items = items.peekable();
         let mut fetched = 0usize;
-        while let Some((item_key, object)) = items.next() {
+        for (item_key, object) in items.by_ref() {
             fetched += 1;
             if predicate.matches(&**object) {
                 selected.push((**object).clone());
