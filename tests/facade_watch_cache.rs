@@ -13,18 +13,29 @@ use apistore::{
 use apistore_testing::etcd::{EtcdOptions, EtcdServer};
 use futures::StreamExt as _;
 
+/// An `ApiStore` of kube `version` over `etcd` caching configmaps, with the cache's
+/// metrics in `registry`.
+async fn caching_configmaps(
+    etcd: &EtcdServer,
+    version: apistore::KubeVersion,
+    registry: &apistore::prometheus::Registry,
+) -> ApiStore {
+    ApiStore::builder()
+        .endpoints([etcd.endpoint()])
+        .kube_version(version)
+        .watch_cache(["configmaps"])
+        .watch_cache_metrics(registry)
+        .unwrap()
+        .build()
+        .await
+        .unwrap()
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn watch_cache_serves_the_named_resources_only() {
     let etcd = EtcdServer::start(EtcdOptions::default()).unwrap();
     let registry = apistore::prometheus::Registry::new();
-    let api = ApiStore::builder()
-        .endpoints([etcd.endpoint()])
-        .watch_cache(["configmaps"])
-        .watch_cache_metrics(&registry)
-        .unwrap()
-        .build()
-        .await
-        .unwrap();
+    let api = caching_configmaps(&etcd, apistore::KubeVersion::LATEST, &registry).await;
 
     let configmaps = api
         .resource_store::<DynamicObject>("configmaps")
@@ -73,4 +84,52 @@ async fn watch_cache_serves_the_named_resources_only() {
         .unwrap()
         .unwrap();
     assert_eq!(event, WatchEvent::Added(created));
+}
+
+/// The facade's cache follows its kube version: from 1.34 an Exact list at a revision in
+/// the cache's window comes from the cache's snapshot (kube's `ListFromCacheSnapshot`),
+/// before 1.34 from etcd; both answer what etcd answers.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn exact_lists_come_from_the_cache_from_kube_1_34() {
+    let etcd = EtcdServer::start(EtcdOptions::default()).unwrap();
+    for (version, from_cache) in [
+        (apistore::KubeVersion::V1_31, 0.0),
+        (apistore::KubeVersion::V1_37, 1.0),
+    ] {
+        let registry = apistore::prometheus::Registry::new();
+        let api = caching_configmaps(&etcd, version, &registry).await;
+        let configmaps = api
+            .resource_store::<DynamicObject>("configmaps")
+            .await
+            .unwrap();
+        // A namespace per version: both share the one etcd.
+        let namespace = format!("snapshots-{}", version.minor());
+        let list_key = format!("configmaps/{namespace}");
+        let key = api.resource_layout("configmaps").key(&namespace, "cm");
+        let cm = DynamicObject::new("v1", "ConfigMap", "cm").within(&namespace);
+        let created = configmaps.create(&key, cm, 0).await.unwrap();
+        let rv = created.metadata.resource_version.clone();
+        // The cache reaches the create (this list waits for it, from the cache).
+        let fresh = ListOptions::prefix().at(rv.as_str(), ResourceVersionMatch::NotOlderThan);
+        configmaps.list(&list_key, &fresh).await.unwrap();
+        let served =
+            || apistore_testing::metrics::counter(&registry, "apiserver_cache_list_total", &[]);
+        let before = served();
+
+        let exact = ListOptions::prefix().at(rv.as_str(), ResourceVersionMatch::Exact);
+        let list = configmaps.list(&list_key, &exact).await.unwrap();
+        let direct = api
+            .store::<DynamicObject>("configmaps")
+            .unwrap()
+            .list(&list_key, &exact)
+            .await
+            .unwrap();
+        assert_eq!(list, direct, "kube {version}: etcd's answer");
+        assert_eq!(list.items, std::slice::from_ref(&created), "kube {version}");
+        assert_eq!(
+            served() - before,
+            from_cache,
+            "kube {version}: served by the cache"
+        );
+    }
 }

@@ -46,7 +46,7 @@ type Cached = Cacher<Etcd3Store<Shared>>;
 
 impl Bench {
     /// A store over the bench's etcd with its settings, for shared objects.
-    fn shared_store(&self) -> Etcd3Store<Shared> {
+    pub(crate) fn shared_store(&self) -> Etcd3Store<Shared> {
         Etcd3Store::new(self.client.clone(), Self::store_config())
     }
 }
@@ -129,18 +129,39 @@ impl Bench {
     ) -> Result<Comparison> {
         let rv = if consistent { "\"\" (consistent)" } else { "0" };
         println!("  {LIST}: cache (resourceVersion {rv}) against raw range + decode");
-        let repeats = self.settings.list_repeats.max(3);
-        let mut times: [Vec<f64>; 2] = [Vec::new(), Vec::new()];
-        let mut cpu: [Vec<f64>; 2] = [Vec::new(), Vec::new()];
-        for _ in 0..self.settings.rounds {
-            for arm in self.arm_indexes() {
-                let op = list_op(
+        let metrics = self
+            .time_lists(objects, |arm| {
+                list_op(
                     arm,
                     cacher.clone(),
                     Arc::clone(&self.raw),
                     objects,
                     consistent,
-                );
+                )
+            })
+            .await?;
+        Ok(Comparison::new(
+            Section::Cacher,
+            format!("{LIST} of {objects} × 1 KiB, resourceVersion {rv}"),
+            ARMS,
+            metrics,
+        ))
+    }
+
+    /// Times the list of `objects` that `op_of(arm)` makes, arm A then arm B, round
+    /// after round (`list_repeats` lists, at least 3, per arm and round); the figures
+    /// per list: keys/s, time and client CPU.
+    pub(crate) async fn time_lists(
+        &self,
+        objects: u64,
+        op_of: impl Fn(usize) -> driver::OpFn,
+    ) -> Result<Vec<Metric>> {
+        let repeats = self.settings.list_repeats.max(3);
+        let mut times: [Vec<f64>; 2] = [Vec::new(), Vec::new()];
+        let mut cpu: [Vec<f64>; 2] = [Vec::new(), Vec::new()];
+        for _ in 0..self.settings.rounds {
+            for arm in self.arm_indexes() {
+                let op = op_of(arm);
                 let sample = driver::drive(&self.cpu, 1, Plan::Count(repeats), &op, None).await?;
                 times[arm].push(sample.latency(0.5));
                 cpu[arm].push(sample.client_cpu_per_op());
@@ -154,16 +175,11 @@ impl Bench {
         };
         let [time_a, time_b] = times;
         let [cpu_a, cpu_b] = cpu;
-        Ok(Comparison::new(
-            Section::Cacher,
-            format!("{LIST} of {objects} × 1 KiB, resourceVersion {rv}"),
-            ARMS,
-            vec![
-                Metric::new(col::KEYS, Unit::PerSec, keys(&time_a), keys(&time_b)),
-                Metric::new(col::TIME, Unit::Seconds, time_a, time_b),
-                Metric::new("client CPU/list", Unit::CpuSeconds, cpu_a, cpu_b),
-            ],
-        ))
+        Ok(vec![
+            Metric::new(col::KEYS, Unit::PerSec, keys(&time_a), keys(&time_b)),
+            Metric::new(col::TIME, Unit::Seconds, time_a, time_b),
+            Metric::new("client CPU/list", Unit::CpuSeconds, cpu_a, cpu_b),
+        ])
     }
 
     /// The bytes a cache of the list namespace's resource holds once ready, against the
@@ -205,7 +221,8 @@ impl Bench {
         ))
     }
 
-    fn arm_indexes(&self) -> Vec<usize> {
+    /// The arms to run: both, or the one `--arm` chose.
+    pub(crate) fn arm_indexes(&self) -> Vec<usize> {
         match self.settings.single_arm {
             Some(arm) => vec![arm],
             None => vec![0, 1],

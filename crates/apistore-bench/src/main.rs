@@ -14,7 +14,8 @@
 //! against AES-GCM (src/kms.rs) and telemetry on against off (both arms apistore);
 //! lists of 10,000 realistic Pods stored as kube's
 //! protobuf against the same Pods as JSON and against a raw range plus decode
-//! (src/pods.rs); the watch cache's lists and watchers (src/cacher.rs). The baseline is
+//! (src/pods.rs); the watch cache's lists and watchers (src/cacher.rs) and its Exact and
+//! continued lists from snapshots against the etcd3 store (src/snapshot.rs). The baseline is
 //! src/raw.rs. The CRUD workloads run again on kine over SQLite when `cargo xtask
 //! bench` built it (src/kine.rs, `--only kine`). Last, the kube section (src/kube.rs): the same realistic Pods through
 //! apistore, through kube-apiserver's own etcd3 store (k8s.io/apiserver v0.37.2, the Go
@@ -29,7 +30,7 @@
 //!   but docs/benchmarks.md is left alone;
 //! - `--only NAME` (repeatable): only the workloads whose names contain one of the
 //!   NAMEs (`create`, `get, 16`, `list whole`, `pods`, `watch`, `idle`, `aes`, `aes get`,
-//!   `kms`, `kms get`, `cacher`, `cacher list`, `cacher watchers`,
+//!   `kms`, `kms get`, `cacher`, `cacher list`, `cacher watchers`, `cacher snapshot`,
 //!   `telemetry`, `telemetry untraced create`, `telemetry traced guaranteed update`,
 //!   `kube`, `kube decode`, `kube list`, `kube store-list`, `kube store-list RV=Exact`,
 //!   `kube get`..., `offline`), for profiling;
@@ -58,6 +59,7 @@ mod raw;
 mod report;
 mod settings;
 mod side_by_side;
+mod snapshot;
 mod stats;
 mod telemetry;
 mod watch;
@@ -395,6 +397,14 @@ async fn run_workloads(bench: &Bench) -> Result<(Vec<Comparison>, Vec<String>)> 
         let (cached, cacher_notes) = bench.cacher_section().await?;
         comparisons.extend(cached);
         notes.extend(cacher_notes);
+        println!("  ({:.0} s)", section_started.elapsed().as_secs_f64());
+    }
+    if snapshot::selected(settings) {
+        let section_started = Instant::now();
+        println!("cacher snapshot: Exact and continued lists from the watch cache's snapshots");
+        let (snapshots, note) = bench.snapshot_section().await?;
+        comparisons.extend(snapshots);
+        notes.push(note);
         println!("  ({:.0} s)", section_started.elapsed().as_secs_f64());
     }
 

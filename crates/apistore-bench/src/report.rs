@@ -136,6 +136,11 @@ impl Report {
                 "A = N watchers of one namespace served by `apistore-cacher` (one etcd watch for all), B = one raw etcd-client watch decoding every event, while 16 raw writers create objects; *events/s per watcher* is the writes over the time from the first write to that watcher's last event (median over watchers; a watcher the cache terminated for not keeping up counts as 0).",
             ),
             (
+                Section::CacherSnapshot,
+                "Watch cache: Exact and continued lists from snapshots",
+                "A = `apistore-cacher` with snapshots (kube 1.34+'s `ListFromCacheSnapshot`), B = the etcd3 store it sends these lists to without them (kube 1.31–1.33): 10,000 objects of 1 KiB listed at a revision 100 writes in the cache's past, with resourceVersionMatch=Exact in one call, or as a walk of pages of 500 (the first Exact, the rest with the continue token of the page before).",
+            ),
+            (
                 Section::IdleWatch,
                 "Idle watches",
                 "Bytes still allocated per watch after opening 1,000 watches on distinct keys and letting them settle.",
@@ -319,6 +324,19 @@ impl Report {
             0.9,
             Unit::Ratio,
         );
+        for workload in [crate::snapshot::EXACT, crate::snapshot::CONTINUED] {
+            let c = self
+                .comparisons
+                .iter()
+                .find(|c| c.section == Section::CacherSnapshot && c.workload.starts_with(workload));
+            push(
+                format!("{workload}: keys/s cache snapshot/etcd3 store"),
+                ratio(c, col::KEYS),
+                true,
+                10.0,
+                Unit::Ratio,
+            );
+        }
         let c = self
             .comparisons
             .iter()

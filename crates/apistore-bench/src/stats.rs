@@ -87,6 +87,9 @@ pub(crate) enum Section {
     Cacher,
     /// The watch cache's watchers against one raw watch.
     CacherWatch,
+    /// Exact and continued lists from the watch cache's snapshots against the etcd3
+    /// store.
+    CacherSnapshot,
     /// The memory of idle watches.
     IdleWatch,
     /// AES-GCM against identity.

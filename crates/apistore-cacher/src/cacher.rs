@@ -9,9 +9,11 @@ use apistore_storage::{
     DeleteOptions, GetOptions, KeysFn, ListOptions, ObjectList, ResponseMeta, Result, Stats,
     Status, Storage, StorageError, Update, UpdateOptions, Versioner, WatchStream,
 };
+use tokio::sync::Notify;
 use tokio::task::JoinHandle;
 
 use crate::config::CacherConfig;
+use crate::consistency;
 use crate::dispatcher::Dispatcher;
 use crate::event::canonical_key;
 use crate::metrics::{CacherMetrics, ResourceMetrics};
@@ -27,6 +29,7 @@ pub(crate) struct Settings {
     pub(crate) consistent_reads_from_cache: bool,
     pub(crate) watch_list: bool,
     pub(crate) list_page_size: i64,
+    pub(crate) list_from_cache_snapshot: bool,
 }
 
 /// What the cacher and its reflector task share.
@@ -37,18 +40,25 @@ pub(crate) struct Shared<S: Storage> {
     pub(crate) dispatcher: Arc<Dispatcher<S::Object>>,
     pub(crate) settings: Settings,
     pub(crate) metrics: ResourceMetrics,
+    /// Tells the reflector to list the backend again (the consistency checker found
+    /// the cache wrong).
+    pub(crate) relist: Notify,
 }
 
 /// Stops the reflector, and with it the cache and its watches, when the last handle on
 /// the cacher goes.
 struct Task<S: Storage> {
     reflector: JoinHandle<()>,
+    checker: Option<JoinHandle<()>>,
     shared: Arc<Shared<S>>,
 }
 
 impl<S: Storage> Drop for Task<S> {
     fn drop(&mut self) {
         self.reflector.abort();
+        if let Some(checker) = &self.checker {
+            checker.abort();
+        }
         self.shared.ready.stop();
         self.shared.dispatcher.terminate_all();
     }
@@ -97,6 +107,7 @@ impl<S: Storage + 'static> Cacher<S> {
             &config.indexes,
             config.lower_bound_capacity,
             config.upper_bound_capacity,
+            config.list_from_cache_snapshot,
         );
         metrics.capacity.set(cache.capacity() as i64);
         let shared = Arc::new(Shared {
@@ -110,13 +121,19 @@ impl<S: Storage + 'static> Cacher<S> {
                 consistent_reads_from_cache: config.consistent_reads_from_cache,
                 watch_list: config.watch_list,
                 list_page_size: config.list_page_size.max(1),
+                list_from_cache_snapshot: config.list_from_cache_snapshot,
             },
             metrics,
+            relist: Notify::new(),
         });
         let reflector = tokio::spawn(reflector::run(Arc::clone(&shared)));
+        let checker = config
+            .consistency_check_period
+            .map(|period| tokio::spawn(consistency::run(Arc::clone(&shared), period)));
         Self {
             task: Arc::new(Task {
                 reflector,
+                checker,
                 shared: Arc::clone(&shared),
             }),
             shared,
@@ -175,12 +192,21 @@ impl<S: Storage> Cacher<S> {
             .await
     }
 
-    /// Forgets the window's events up to `resource_version`: watches from before it
-    /// get 410 Gone, exact lists before it go to the backend. The cache does not learn
-    /// of the backend's compactions (neither does kube's); this is what one implies,
-    /// for an application or a test that compacts and wants the cache to agree.
+    /// Forgets the window's events and snapshots up to `resource_version`: watches
+    /// from before it get 410 Gone, Exact and continued lists before it go to the
+    /// backend. The window does not learn of the backend's compactions (neither does
+    /// kube's; the snapshots do, see [`Self::snapshot_count`]); this is what one
+    /// implies, for an application or a test that compacts and wants the cache to agree.
     pub fn forget_events_through(&self, resource_version: u64) {
         self.shared.cache.forget_events_through(resource_version);
+    }
+
+    /// How many snapshots of its objects the cache holds: one per revision it applied
+    /// a change at, since its list or the oldest event of its window, and not below
+    /// the backend's compacted revision (with
+    /// [`CacherConfig::list_from_cache_snapshot`]; 0 without).
+    pub fn snapshot_count(&self) -> usize {
+        self.shared.cache.snapshot_count()
     }
 
     /// How many watches the cache is serving.
@@ -190,6 +216,20 @@ impl<S: Storage> Cacher<S> {
 }
 
 impl<S: Storage> Shared<S> {
+    /// Drops the snapshots below the backend's compacted revision and returns that
+    /// revision. kube's cacher polls for it every 15 s; `compact_revision` is a cheap
+    /// read of what the backend already knows, so the cacher asks before every read
+    /// from a snapshot and on each tick of its reflector.
+    pub(crate) fn sync_compaction(&self) -> i64 {
+        let compacted = self.storage.compact_revision();
+        if self.settings.list_from_cache_snapshot {
+            if let Ok(revision) = u64::try_from(compacted) {
+                self.cache.compact(revision);
+            }
+        }
+        compacted
+    }
+
     /// The cached state of `key`, the suggestion writes pass to the backend (kube's
     /// cacher ignores the caller's suggestion and passes its own).
     fn cached(&self, key: &str) -> Option<S::Object> {
@@ -302,7 +342,10 @@ impl<S: Storage + 'static> Storage for Cacher<S> {
         self.shared.storage.enable_resource_size_estimation(keys)
     }
 
+    /// With snapshots, the revision the cache's snapshots were compacted to (kube's
+    /// cacher `compactor`), brought up to the backend's first: the cache answers
+    /// nothing below what it reports. Without, the backend's.
     fn compact_revision(&self) -> i64 {
-        self.shared.storage.compact_revision()
+        self.shared.sync_compaction()
     }
 }

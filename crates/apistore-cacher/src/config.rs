@@ -5,8 +5,9 @@ use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
 
-use apistore_storage::ApiObject;
+use apistore_storage::{ApiObject, KubeVersion};
 
+use crate::consistency::DEFAULT_CONSISTENCY_CHECK_PERIOD;
 use crate::index::CacheIndex;
 use crate::metrics::CacherMetrics;
 use crate::watch_cache::KeyFn;
@@ -52,6 +53,19 @@ pub struct CacherConfig<T> {
     pub watch_list: bool,
     /// The page size of the cache's lists of the backend.
     pub list_page_size: i64,
+    /// kube's `ListFromCacheSnapshot` (beta and on from kube 1.34): keep a snapshot of
+    /// the objects per revision the window covers, and serve Exact lists and continued
+    /// lists at those revisions from them, with the items, continue token and
+    /// remaining item count the etcd3 store would give. Off (kube 1.31–1.33), those
+    /// lists go to the backend. On by default, as for the newest kube;
+    /// [`Self::with_kube_version`] sets it per version.
+    pub list_from_cache_snapshot: bool,
+    /// kube's `DetectCacheInconsistency` (beta and on from kube 1.34): how often to
+    /// compare the cache with the backend at the cache's revision (see
+    /// [`Cacher::check_consistency`](crate::Cacher::check_consistency)); `None`: never.
+    /// Every [`DEFAULT_CONSISTENCY_CHECK_PERIOD`] by default, as for the newest kube;
+    /// [`Self::with_kube_version`] turns it off for 1.31–1.33.
+    pub consistency_check_period: Option<Duration>,
     /// Where to record metrics; `None` records into unregistered ones.
     pub metrics: Option<CacherMetrics>,
 }
@@ -71,6 +85,8 @@ impl<T: ApiObject> CacherConfig<T> {
             consistent_reads_from_cache: false,
             watch_list: false,
             list_page_size: DEFAULT_LIST_PAGE_SIZE,
+            list_from_cache_snapshot: true,
+            consistency_check_period: Some(DEFAULT_CONSISTENCY_CHECK_PERIOD),
             metrics: None,
         }
     }
@@ -87,6 +103,17 @@ impl<T: ApiObject> CacherConfig<T> {
     /// selecting `label=<value>` reads only the objects with that value.
     pub fn with_label_index(mut self, label: impl Into<String>) -> Self {
         self.indexes.push(CacheIndex::Label(label.into()));
+        self
+    }
+
+    /// Behaves as the cacher of kube `version` where the versions differ (builder
+    /// style): snapshots ([`Self::list_from_cache_snapshot`]) and consistency checks
+    /// ([`Self::consistency_check_period`], every
+    /// [`DEFAULT_CONSISTENCY_CHECK_PERIOD`]) from 1.34 on, neither before.
+    pub fn with_kube_version(mut self, version: KubeVersion) -> Self {
+        let since_1_34 = version >= KubeVersion::V1_34;
+        self.list_from_cache_snapshot = since_1_34;
+        self.consistency_check_period = since_1_34.then_some(DEFAULT_CONSISTENCY_CHECK_PERIOD);
         self
     }
 
@@ -125,6 +152,8 @@ impl<T> fmt::Debug for CacherConfig<T> {
             )
             .field("watch_list", &self.watch_list)
             .field("list_page_size", &self.list_page_size)
+            .field("list_from_cache_snapshot", &self.list_from_cache_snapshot)
+            .field("consistency_check_period", &self.consistency_check_period)
             .finish_non_exhaustive()
     }
 }

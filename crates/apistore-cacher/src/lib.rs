@@ -9,11 +9,13 @@
 //!
 //! - **get and list** with kube's rules (`reads.rs`): resourceVersion "0" and
 //!   NotOlderThan from the cache, after waiting (up to 3 s, then "Too large resource
-//!   version") for the cache to reach the revision; Exact rebuilt from the window when
-//!   it reaches back that far; consistent reads from the backend, or from the cache
-//!   after a progress request when [`CacherConfig::consistent_reads_from_cache`] says
-//!   the backend answers them; first pages cut from the cache with continue tokens the
-//!   etcd3 store accepts; continuations from the backend;
+//!   version") for the cache to reach the revision; consistent reads from the backend,
+//!   or from the cache after a progress request when
+//!   [`CacherConfig::consistent_reads_from_cache`] says the backend answers them; first
+//!   pages cut from the cache with continue tokens the etcd3 store accepts; with
+//!   [`CacherConfig::list_from_cache_snapshot`] (kube 1.34+), Exact lists and
+//!   continuations from the cache's snapshot of their revision while the window
+//!   covers it (`snapshots.rs`), from the backend otherwise;
 //! - **watches** (`watch.rs`, `watcher.rs`, `dispatcher.rs`): every watcher from the
 //!   cache, with initial events for resourceVersion "0" or unset, `sendInitialEvents`
 //!   and the initial-events-end bookmark (with [`CacherConfig::watch_list`]), 410 Gone
@@ -22,6 +24,10 @@
 //!   that does not keep up is terminated instead of slowing the others;
 //! - **writes** straight to the backend, with the cached object as the suggestion of
 //!   the current state.
+//!
+//! With [`CacherConfig::consistency_check_period`] (kube 1.34+), the cache is compared
+//! with the backend now and then (`consistency.rs`, [`Cacher::check_consistency`]) and
+//! lists it again when they differ.
 //!
 //! Readiness follows `ready.go` (`ready.rs`): until the first list lands, and while it
 //! re-lists after losing its watch, gets and paged lists go to the backend and other
@@ -55,6 +61,7 @@
 
 mod cacher;
 mod config;
+mod consistency;
 mod dispatcher;
 mod event;
 mod index;
@@ -63,6 +70,7 @@ mod metrics;
 mod reads;
 mod ready;
 mod reflector;
+mod snapshots;
 mod watch;
 mod watch_cache;
 mod watcher;
@@ -72,6 +80,7 @@ pub use cacher::Cacher;
 pub use config::{
     CacherConfig, DEFAULT_BOOKMARK_FREQUENCY, DEFAULT_LIST_PAGE_SIZE, namespace_key_fn,
 };
+pub use consistency::{ConsistencyCheck, DEFAULT_CONSISTENCY_CHECK_PERIOD};
 pub use index::CacheIndex;
 pub use metrics::CacherMetrics;
 pub use watch_cache::{BLOCK_TIMEOUT, KeyFn};

@@ -1,7 +1,8 @@
 //! The watch cache's metrics under kube-apiserver's names and labels
 //! (`pkg/storage/cacher/metrics/metrics.go`): events received and dispatched, window
 //! capacity and its changes, the cache's resourceVersion, initializations, watchers
-//! terminated for being slow, init events sent, and the lists served from the cache.
+//! terminated for being slow, init events sent, the lists served from the cache, and
+//! (kube 1.34+) the consistency checks of the cache against the backend.
 //!
 //! [`CacherMetrics::register`] puts them into a registry the application owns (no
 //! global registry is touched); one registration serves every cacher of the process,
@@ -24,6 +25,7 @@ pub struct CacherMetrics {
     list_total: IntCounterVec,
     list_fetched: IntCounterVec,
     list_returned: IntCounterVec,
+    consistency_checks: IntCounterVec,
 }
 
 fn counter(name: &str, help: &str, labels: &[&str]) -> prometheus::Result<IntCounterVec> {
@@ -62,6 +64,7 @@ impl CacherMetrics {
         registry.register(Box::new(metrics.list_total.clone()))?;
         registry.register(Box::new(metrics.list_fetched.clone()))?;
         registry.register(Box::new(metrics.list_returned.clone()))?;
+        registry.register(Box::new(metrics.consistency_checks.clone()))?;
         Ok(metrics)
     }
 
@@ -128,6 +131,13 @@ impl CacherMetrics {
                 "Number of objects returned for a LIST request from watch cache",
                 &["resource_prefix"],
             )?,
+            // kube 1.34+ labels it with group and resource; like the other series here
+            // it carries the group-resource string as `resource`.
+            consistency_checks: counter(
+                "apiserver_storage_consistency_checks_total",
+                "Counter for status of consistency checks between etcd and watch cache",
+                &["resource", "status"],
+            )?,
         })
     }
 
@@ -152,6 +162,17 @@ impl CacherMetrics {
                 fetched: self.list_fetched.clone(),
             },
             list_returned: self.list_returned.with_label_values(&[resource_prefix]),
+            consistency_checks: ConsistencyChecks {
+                success: self
+                    .consistency_checks
+                    .with_label_values(&[resource, "success"]),
+                failure: self
+                    .consistency_checks
+                    .with_label_values(&[resource, "failure"]),
+                error: self
+                    .consistency_checks
+                    .with_label_values(&[resource, "error"]),
+            },
         }
     }
 }
@@ -172,6 +193,18 @@ pub(crate) struct ResourceMetrics {
     list_fetched: prometheus::IntCounter,
     list_returned: prometheus::IntCounter,
     indexed_lists: IndexedLists,
+    pub(crate) consistency_checks: ConsistencyChecks,
+}
+
+/// `apiserver_storage_consistency_checks_total` of one resource, by status.
+#[derive(Debug, Clone)]
+pub(crate) struct ConsistencyChecks {
+    /// The cache and the backend agreed.
+    pub(crate) success: prometheus::IntCounter,
+    /// They did not.
+    pub(crate) failure: prometheus::IntCounter,
+    /// The check could not be made (cache not ready, backend unreachable, ...).
+    pub(crate) error: prometheus::IntCounter,
 }
 
 /// The list series of lists served from an index, labelled with its name.
@@ -229,6 +262,7 @@ mod tests {
         pods.events_dispatched.inc();
         pods.record_list(10, 4, "");
         pods.record_capacity_change(100, 200);
+        pods.consistency_checks.success.inc();
         let names: Vec<String> = registry
             .gather()
             .iter()
@@ -240,6 +274,7 @@ mod tests {
             "apiserver_cache_list_total",
             "apiserver_cache_list_fetched_objects_total",
             "apiserver_cache_list_returned_objects_total",
+            "apiserver_storage_consistency_checks_total",
         ] {
             assert!(names.iter().any(|n| n == name), "{name} in {names:?}");
         }

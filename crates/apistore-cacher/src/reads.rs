@@ -3,8 +3,10 @@
 //!
 //! - a get without resourceVersion reads the backend (for backward compatibility, as
 //!   kube does); with one, it waits for the cache to reach it and reads the cache;
-//! - a list with a continue token reads the backend, which accepts the tokens the
-//!   cache hands out (they are the etcd3 store's own);
+//! - a list with a continue token reads the snapshot at the token's revision when
+//!   snapshots are on (kube 1.34+'s `ListFromCacheSnapshot`) and the cache still has
+//!   it; otherwise the backend, which accepts the tokens the cache hands out (they are
+//!   the etcd3 store's own);
 //! - a consistent list (resourceVersion "") reads the backend, unless the cacher may
 //!   ask it for progress: then it learns the backend's current revision, asks for a
 //!   progress bookmark, waits for the cache to reach that revision and reads the cache
@@ -12,8 +14,9 @@
 //! - resourceVersion "0" and NotOlderThan wait for the cache and read it; "0" ignores
 //!   the limit, as kube does;
 //! - Exact (and kube's legacy exact: a limit with a non-zero resourceVersion and no
-//!   match) is rebuilt from the window when the window reaches back to that revision,
-//!   and read from the backend otherwise (kube v0.31.1 always sends it to etcd);
+//!   match) reads the snapshot at that revision when snapshots are on and the window
+//!   still covers it, and the backend otherwise (kube before 1.34 always sends it to
+//!   etcd);
 //! - while the cache initializes, a get reads the backend, a paged list without
 //!   selectors too, and other lists are refused with 429 (kube's
 //!   `ResilientWatchCacheInitialization`).
@@ -30,7 +33,7 @@ use tokio::time::Instant;
 
 use crate::cacher::{Shared, initializing};
 use crate::event::canonical_key;
-use crate::watch_cache::{BLOCK_TIMEOUT, Items};
+use crate::watch_cache::{BLOCK_TIMEOUT, Items, range_from};
 
 /// How often a consistent read that waits for the cache asks the backend for
 /// progress again (kube's `progressRequestsInterval` of its progress requester).
@@ -75,9 +78,18 @@ impl<S: Storage> Shared<S> {
         let (Some(canonical), Ok(resource_version)) = (canonical, parsed) else {
             return self.storage.list(key, options).await;
         };
-        if (consistent && !self.settings.consistent_reads_from_cache)
-            || !predicate.continue_token.is_empty()
-        {
+        let key_for_cache = canonical.as_ref();
+        let prefix = list_prefix(key_for_cache, options.recursive);
+        if !predicate.continue_token.is_empty() {
+            return match self.snapshot_continuation(&prefix, options) {
+                Some((start, revision)) if self.ready.check() => {
+                    self.list_from_snapshot(key, &prefix, Some(&start), revision, options)
+                        .await
+                }
+                _ => self.storage.list(key, options).await,
+            };
+        }
+        if consistent && !self.settings.consistent_reads_from_cache {
             return self.storage.list(key, options).await;
         }
         let legacy_exact = predicate.limit > 0
@@ -91,19 +103,18 @@ impl<S: Storage> Shared<S> {
             }
             return Err(initializing(key));
         }
-        let key_for_cache = canonical.as_ref();
-        let prefix = list_prefix(key_for_cache, options.recursive);
         if exact {
-            if resource_version == 0 {
+            // kube serves only recursive lists from snapshots (a single object has no
+            // exact-revision get in the cache).
+            if resource_version == 0
+                || !self.settings.list_from_cache_snapshot
+                || !options.recursive
+            {
                 return self.storage.list(key, options).await;
             }
-            return match self
-                .cache
-                .list_at(&prefix, options.recursive, resource_version)
-            {
-                Some(items) => self.page(key_for_cache, options, items, resource_version, ""),
-                None => self.storage.list(key, options).await,
-            };
+            return self
+                .list_from_snapshot(key, &prefix, None, resource_version, options)
+                .await;
         }
         let (items, read_rv, index) = if consistent {
             let current = self.current_revision().await?;
@@ -118,7 +129,58 @@ impl<S: Storage> Shared<S> {
             self.cache.wait_until_fresh(resource_version, key).await?;
             self.items(key_for_cache, &prefix, options)
         };
+        let items = items.iter().map(|(key, object)| (key, object));
         self.page(key_for_cache, options, items, read_rv, &index)
+    }
+
+    /// The start key and revision of a continued list that a snapshot may answer: a
+    /// recursive list with a valid token pinning a revision, without resourceVersion
+    /// or match (kube's `ShouldDelegateContinue`). `None` sends it to the backend: with
+    /// snapshots off; with resourceVersion "0", which kube answers from the cache
+    /// whole (its `computeListLimit` ignores the limit at "0") where etcd answers one
+    /// page, so the backend keeps etcd's answer; with a token of revision −1 (a list
+    /// continued after compaction, at the latest revision); and with a bad token or
+    /// resourceVersion, whose error the backend words.
+    fn snapshot_continuation(&self, prefix: &str, options: &ListOptions) -> Option<(String, u64)> {
+        if !self.settings.list_from_cache_snapshot
+            || !options.recursive
+            || !options.resource_version.is_empty()
+            || options.resource_version_match != ResourceVersionMatch::Unset
+        {
+            return None;
+        }
+        let (start, revision) =
+            continue_token::decode(&options.predicate.continue_token, prefix).ok()?;
+        let revision = u64::try_from(revision).ok().filter(|rev| *rev > 0)?;
+        Some((start, revision))
+    }
+
+    /// A list at exactly `revision` (an Exact list, or a continued one from `start`)
+    /// from the cache's snapshot of that revision, cut as the etcd3 store cuts it; the
+    /// backend answers when the cache has no snapshot for it (kube's delegator falls
+    /// back on the cache's "too old" the same way). A revision the cache has not
+    /// reached yet is waited for when consistent reads may come from the cache (the
+    /// backend is asked for progress meanwhile), and goes to the backend otherwise.
+    async fn list_from_snapshot(
+        &self,
+        key: &str,
+        prefix: &str,
+        start: Option<&str>,
+        revision: u64,
+        options: &ListOptions,
+    ) -> Result<ObjectList<S::Object>> {
+        self.sync_compaction();
+        if self.cache.not_fresh(revision) {
+            if !self.settings.consistent_reads_from_cache {
+                return self.storage.list(key, options).await;
+            }
+            self.wait_with_progress_requests(revision, key).await?;
+        }
+        let Some(snapshot) = self.cache.snapshot_at(revision) else {
+            return self.storage.list(key, options).await;
+        };
+        let items = range_from(&snapshot, prefix, start.unwrap_or(prefix));
+        self.page(prefix, options, items, revision, "")
     }
 
     /// What a list reads from the cache: the object under `key`, or those under
@@ -145,15 +207,20 @@ impl<S: Storage> Shared<S> {
     }
 
     /// One page of `items` (all under the list's key, in key order) as kube's
-    /// `GetList` cuts it from the cache.
-    fn page(
+    /// `GetList` cuts it from the cache. The items after the page are only counted
+    /// (for the remaining item count and the metrics), not copied: a continued list
+    /// from a snapshot costs its page and a walk of the rest of the tree.
+    fn page<'i>(
         &self,
         key: &str,
         options: &ListOptions,
-        items: Items<S::Object>,
+        items: impl Iterator<Item = (&'i Arc<str>, &'i Arc<S::Object>)>,
         read_rv: u64,
         index: &str,
-    ) -> Result<ObjectList<S::Object>> {
+    ) -> Result<ObjectList<S::Object>>
+    where
+        S::Object: 'i,
+    {
         let predicate = &options.predicate;
         let limit = if predicate.limit <= 0 || options.resource_version == "0" {
             0
@@ -162,23 +229,27 @@ impl<S: Storage> Shared<S> {
         };
         let mut selected = Vec::new();
         let mut last_key: Option<&Arc<str>> = None;
-        let mut has_more = false;
-        for (index, (item_key, object)) in items.iter().enumerate() {
+        let mut items = items.peekable();
+        let mut fetched = 0usize;
+        for (item_key, object) in items.by_ref() {
+            fetched += 1;
             if predicate.matches(&**object) {
                 selected.push((**object).clone());
                 last_key = Some(item_key);
             }
             if limit > 0 && selected.len() >= limit {
-                has_more = index + 1 < items.len();
                 break;
             }
         }
+        let has_more = items.peek().is_some();
+        // kube counts every item from the start key, read or not.
+        fetched += items.count();
         let mut metadata = ListMeta::default();
         let (token, remaining) = match last_key {
             Some(last_key) if has_more => {
                 let key_prefix = list_prefix(key, true);
                 let rv = i64::try_from(read_rv).unwrap_or(i64::MAX);
-                let items_count = i64::try_from(items.len()).unwrap_or(i64::MAX);
+                let items_count = i64::try_from(fetched).unwrap_or(i64::MAX);
                 match continue_token::prepare(
                     last_key.as_bytes(),
                     &key_prefix,
@@ -203,7 +274,7 @@ impl<S: Storage> Shared<S> {
         self.storage
             .versioner()
             .update_list(&mut metadata, read_rv, token, remaining)?;
-        self.metrics.record_list(items.len(), selected.len(), index);
+        self.metrics.record_list(fetched, selected.len(), index);
         Ok(ObjectList::new(selected, metadata))
     }
 

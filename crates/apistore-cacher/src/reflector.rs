@@ -60,6 +60,11 @@ async fn list_and_watch<S: Storage>(
 ) -> Result<(), StorageError> {
     let prefix = shared.settings.resource_prefix.as_str();
     let (objects, list_rv) = list_all(shared).await?;
+    // A fresh list is consistent with the backend by construction: snapshots start
+    // again even if the consistency checker turned them off.
+    shared
+        .cache
+        .set_snapshots_enabled(shared.settings.list_from_cache_snapshot);
     shared.cache.replace(objects, list_rv);
     *listed = true;
     // The metrics move before readiness does: whoever waited for the cache to be ready
@@ -87,8 +92,18 @@ async fn list_and_watch<S: Storage>(
         loop {
             let event = tokio::select! {
                 event = poll_fn(|cx| stream.as_mut().poll_next(cx)) => event,
+                () = shared.relist.notified() => {
+                    return Err(StorageError::Internal {
+                        key: prefix.to_owned(),
+                        message: "the cache is not consistent with the backend".to_owned(),
+                        source: None,
+                    });
+                }
                 _ = ticker.tick() => {
                     shared.dispatcher.bookmark(shared.cache.resource_version());
+                    // Snapshots below the backend's compaction are dropped even while
+                    // no list asks for one, so their memory goes.
+                    shared.sync_compaction();
                     continue;
                 }
             };

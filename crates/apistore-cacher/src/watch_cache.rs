@@ -7,7 +7,6 @@
 //! is also published on a `watch` channel, and a reader waits there (at most
 //! [`BLOCK_TIMEOUT`], kube's `blockTimeout`) before it locks.
 
-use std::collections::BTreeMap;
 use std::ops::Bound;
 use std::sync::{Arc, PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard};
 use std::time::Duration;
@@ -19,6 +18,7 @@ use tokio::time::Instant;
 
 use crate::event::{CacheEvent, EventKind, has_path_prefix};
 use crate::index::{CacheIndex, Indexes};
+use crate::snapshots::Snapshots;
 use crate::window::{EVENT_FRESH_DURATION, EventWindow, PushOutcome};
 
 /// How long a read waits for the cache to reach its resourceVersion before it fails
@@ -33,8 +33,10 @@ pub(crate) const RESOURCE_VERSION_TOO_HIGH_RETRY_SECONDS: u32 = 1;
 pub type KeyFn<T> = Arc<dyn Fn(&T) -> String + Send + Sync>;
 
 /// The current objects, keyed by the key function, in key order (so a namespace or a
-/// resource is a range of keys).
-pub(crate) type Objects<T> = BTreeMap<Arc<str>, Arc<T>>;
+/// resource is a range of keys). A persistent B+ tree: a clone is O(1) and shares its
+/// nodes, which is what makes a snapshot per revision affordable (`snapshots.rs`) and
+/// lets a list read a clone outside the lock.
+pub(crate) type Objects<T> = imbl::OrdMap<Arc<str>, Arc<T>>;
 
 /// Objects with their keys, in key order: what a list reads from the cache.
 pub(crate) type Items<T> = Vec<(Arc<str>, Arc<T>)>;
@@ -52,6 +54,8 @@ pub(crate) struct CacheState<T> {
     pub(crate) list_resource_version: u64,
     /// Whether events fell out of the window since that list.
     pub(crate) removed_event_since_relist: bool,
+    /// The store at each revision the window covers (kube's `ListFromCacheSnapshot`).
+    pub(crate) snapshots: Snapshots<T>,
 }
 
 impl<T> CacheState<T> {
@@ -69,12 +73,30 @@ impl<T> CacheState<T> {
         &'a self,
         prefix: &'a str,
     ) -> impl Iterator<Item = (&'a Arc<str>, &'a Arc<T>)> + 'a {
-        let start: Bound<&str> = Bound::Included(prefix);
-        self.store
-            .range::<str, _>((start, Bound::Unbounded))
-            .take_while(move |(key, _)| key.starts_with(prefix))
-            .filter(move |(key, _)| has_path_prefix(key, prefix))
+        range_from(&self.store, prefix, prefix)
     }
+
+    /// Drops the snapshots the window no longer covers: a list exactly at a revision
+    /// a watch could no longer start from goes to the backend, as kube's does.
+    fn trim_snapshots_to_window(&mut self) {
+        if let Some(oldest) = self.oldest_watchable() {
+            self.snapshots.trim(oldest.saturating_sub(1));
+        }
+    }
+}
+
+/// The objects of `store` under `prefix` (as a path prefix) from key `start` on (the
+/// prefix itself, or a continue token's key), in key order.
+pub(crate) fn range_from<'a, T>(
+    store: &'a Objects<T>,
+    prefix: &'a str,
+    start: &'a str,
+) -> impl Iterator<Item = (&'a Arc<str>, &'a Arc<T>)> + 'a {
+    let start = if start < prefix { prefix } else { start };
+    store
+        .range::<_, str>((Bound::Included(start), Bound::Unbounded))
+        .take_while(move |(key, _)| key.starts_with(prefix))
+        .filter(move |(key, _)| has_path_prefix(key, prefix))
 }
 
 /// Why the window cannot serve a watch.
@@ -123,15 +145,17 @@ impl<T: ApiObject> WatchCache<T> {
         indexes: &[CacheIndex],
         lower_bound: usize,
         upper_bound: usize,
+        snapshots: bool,
     ) -> Self {
         Self {
             state: RwLock::new(CacheState {
-                store: BTreeMap::new(),
+                store: Objects::new(),
                 indexes: Indexes::new(indexes),
                 window: EventWindow::new(lower_bound, upper_bound),
                 resource_version: 0,
                 list_resource_version: 0,
                 removed_event_since_relist: false,
+                snapshots: Snapshots::new(snapshots),
             }),
             revision: watch::Sender::new(0),
             key_fn,
@@ -183,6 +207,7 @@ impl<T: ApiObject> WatchCache<T> {
                     state.indexes.insert(key, &**object);
                 }
             }
+            state.snapshots.reset(resource_version, &store);
             state.store = store;
             state.window.clear();
             state.removed_event_since_relist = false;
@@ -230,8 +255,10 @@ impl<T: ApiObject> WatchCache<T> {
                 record_time: now,
             });
             let window = state.window.push(Arc::clone(&event));
+            state.snapshots.add(resource_version, &state.store);
             if window.dropped {
                 state.removed_event_since_relist = true;
+                state.trim_snapshots_to_window();
             }
             state.resource_version = resource_version;
             Processed { event, window }
@@ -297,6 +324,7 @@ impl<T: ApiObject> WatchCache<T> {
     pub(crate) fn forget_events_through(&self, resource_version: u64) {
         let mut state = self.write();
         state.window.forget_through(resource_version);
+        state.snapshots.trim(resource_version);
         if state.removed_event_since_relist {
             // The window already lost events, perhaps later ones: only what it holds
             // can be served, which `oldest_watchable` then says.
@@ -317,13 +345,17 @@ impl<T: ApiObject> WatchCache<T> {
     }
 
     /// The objects under `prefix` in key order and the revision they were read at.
+    /// The store is cloned under the lock (O(1)) and read after it is released, so a
+    /// long list does not hold up the reflector.
     pub(crate) fn list(&self, prefix: &str) -> (Items<T>, u64) {
-        let state = self.read();
-        let items = state
-            .range(prefix)
+        let (store, resource_version) = {
+            let state = self.read();
+            (state.store.clone(), state.resource_version)
+        };
+        let items = range_from(&store, prefix, prefix)
             .map(|(key, object)| (Arc::clone(key), Arc::clone(object)))
             .collect();
-        (items, state.resource_version)
+        (items, resource_version)
     }
 
     /// Like [`Self::list`], but from the index `predicate` pins to one value, if any:
@@ -346,49 +378,36 @@ impl<T: ApiObject> WatchCache<T> {
         Some((items, state.resource_version, found.name))
     }
 
-    /// The objects under `prefix` as they were at exactly `resource_version`, rebuilt
-    /// from the current ones by undoing the window's later events; `None` when the
-    /// window does not reach back that far or the cache is not there yet.
-    pub(crate) fn list_at(
-        &self,
-        prefix: &str,
-        recursive: bool,
-        resource_version: u64,
-    ) -> Option<Items<T>> {
+    /// The store as it was at exactly `resource_version`, from the snapshots; `None`
+    /// when snapshots are off, the cache has not reached that revision, or it is below
+    /// what the window (or a compaction) left.
+    pub(crate) fn snapshot_at(&self, resource_version: u64) -> Option<Objects<T>> {
         let state = self.read();
         if resource_version > state.resource_version {
             return None;
         }
-        let oldest = state.oldest_watchable()?;
-        if resource_version + 1 < oldest {
-            return None;
-        }
-        let mut overrides: BTreeMap<Arc<str>, Option<Arc<T>>> = BTreeMap::new();
-        let wanted = |key: &str| {
-            if recursive {
-                has_path_prefix(key, prefix)
-            } else {
-                key == prefix
-            }
-        };
-        for event in state.window.since(resource_version) {
-            if wanted(&event.key) {
-                overrides
-                    .entry(Arc::clone(&event.key))
-                    .or_insert_with(|| event.prev_object.clone());
-            }
-        }
-        let mut items: BTreeMap<Arc<str>, Arc<T>> = state
-            .range(prefix)
-            .filter(|(key, _)| wanted(key) && !overrides.contains_key(*key))
-            .map(|(key, object)| (Arc::clone(key), Arc::clone(object)))
-            .collect();
-        for (key, object) in overrides {
-            if let Some(object) = object {
-                items.insert(key, object);
-            }
-        }
-        Some(items.into_iter().collect())
+        state.snapshots.at(resource_version)
+    }
+
+    /// Forgets the snapshots below `revision`, the backend's compacted revision (kube's
+    /// cacher `compactor`): the backend refuses those revisions, so must the cache.
+    pub(crate) fn compact(&self, revision: u64) {
+        self.write().snapshots.trim(revision);
+    }
+
+    /// Turns snapshots on or off; off also forgets them (kube's `MarkConsistent`).
+    pub(crate) fn set_snapshots_enabled(&self, enabled: bool) {
+        self.write().snapshots.set_enabled(enabled);
+    }
+
+    /// Whether snapshots are being taken.
+    pub(crate) fn snapshots_enabled(&self) -> bool {
+        self.read().snapshots.enabled()
+    }
+
+    /// How many snapshots are held.
+    pub(crate) fn snapshot_count(&self) -> usize {
+        self.read().snapshots.len()
     }
 
     /// The events a watch from `resource_version` under `key` starts with (kube's

@@ -26,6 +26,7 @@ fn new_test_watch_cache(capacity: usize) -> Cache {
         &[],
         capacity.min(crate::window::DEFAULT_LOWER_BOUND_CAPACITY),
         capacity.max(crate::window::DEFAULT_UPPER_BOUND_CAPACITY),
+        true,
     );
     cache.write().window = EventWindow::with_capacity(
         capacity,
@@ -333,36 +334,82 @@ fn uninitialized_cache_cannot_serve_a_watch() {
     );
 }
 
+/// The names and resourceVersions under `/prefix` at `rv`, from the snapshots.
+fn names_at(store: &Cache, rv: u64) -> Option<Vec<(String, String)>> {
+    store.snapshot_at(rv).map(|snapshot| {
+        range_from(&snapshot, "/prefix/", "/prefix/")
+            .map(|(_, o)| (o.metadata.name.clone(), o.metadata.resource_version.clone()))
+            .collect()
+    })
+}
+
+fn pair(name: &str, rv: &str) -> (String, String) {
+    (name.to_owned(), rv.to_owned())
+}
+
 #[test]
-fn list_at_rebuilds_a_past_revision_from_the_window() {
+fn snapshots_keep_every_revision_since_the_list() {
     let store = new_test_watch_cache(10);
     store.replace(vec![make_test_pod("a", 5)], 5);
     update(&store, make_test_pod("a", 6));
     add(&store, make_test_pod("b", 7));
     delete(&store, make_test_pod("a", 8));
 
-    let names = |rv| {
-        store.list_at("/prefix", true, rv).map(|items| {
-            items
-                .into_iter()
-                .map(|(_, o)| (o.metadata.name.clone(), o.metadata.resource_version.clone()))
-                .collect::<Vec<_>>()
-        })
-    };
-    let pair = |n: &str, rv: &str| (n.to_owned(), rv.to_owned());
-    assert_eq!(names(5), Some(vec![pair("a", "5")]));
-    assert_eq!(names(6), Some(vec![pair("a", "6")]));
-    assert_eq!(names(7), Some(vec![pair("a", "6"), pair("b", "7")]));
-    assert_eq!(names(8), Some(vec![pair("b", "7")]));
-    assert_eq!(names(4), None, "before the list");
-    assert_eq!(names(9), None, "not reached yet");
-
-    let single = store.list_at("/prefix/ns/a", false, 7).unwrap();
-    assert_eq!(single.len(), 1);
-    assert_eq!(single[0].1.metadata.resource_version, "6");
-    assert!(store.list_at("/prefix/ns", false, 7).unwrap().is_empty());
+    assert_eq!(names_at(&store, 5), Some(vec![pair("a", "5")]));
+    assert_eq!(names_at(&store, 6), Some(vec![pair("a", "6")]));
+    assert_eq!(
+        names_at(&store, 7),
+        Some(vec![pair("a", "6"), pair("b", "7")])
+    );
+    assert_eq!(names_at(&store, 8), Some(vec![pair("b", "7")]));
+    assert_eq!(names_at(&store, 4), None, "before the list");
+    assert_eq!(names_at(&store, 9), None, "not reached yet");
+    store.update_resource_version(9);
+    assert_eq!(
+        names_at(&store, 9),
+        Some(vec![pair("b", "7")]),
+        "a bookmark moves the revision, not the objects"
+    );
 
     store.forget_events_through(7);
-    assert_eq!(names(6), None, "forgotten");
-    assert_eq!(names(7), Some(vec![pair("a", "6"), pair("b", "7")]));
+    assert_eq!(names_at(&store, 6), None, "forgotten");
+    assert_eq!(
+        names_at(&store, 7),
+        Some(vec![pair("a", "6"), pair("b", "7")])
+    );
+    store.compact(8);
+    assert_eq!(names_at(&store, 7), None, "compacted");
+    assert_eq!(names_at(&store, 8), Some(vec![pair("b", "7")]));
+
+    store.replace(vec![make_test_pod("c", 20)], 20);
+    assert_eq!(names_at(&store, 8), None, "a re-list forgets the past");
+    assert_eq!(names_at(&store, 20), Some(vec![pair("c", "20")]));
+}
+
+#[test]
+fn snapshots_leave_with_the_events_the_window_drops() {
+    let store = fixed_watch_cache(3);
+    store.replace(Vec::new(), 1);
+    for rv in 2..=6 {
+        add(&store, make_test_pod(&format!("p{rv}"), rv));
+    }
+    // The window holds the events at 4, 5 and 6: a watch may start at 3, and the
+    // state at 3 is still known; before it, nothing.
+    assert_eq!(store.read().oldest_watchable(), Some(4));
+    assert_eq!(names_at(&store, 2), None);
+    assert_eq!(
+        names_at(&store, 3),
+        Some(vec![pair("p2", "2"), pair("p3", "3")])
+    );
+    assert_eq!(store.snapshot_count(), 4, "at 3, 4, 5 and 6");
+}
+
+#[test]
+fn without_snapshots_no_past_revision_is_served() {
+    let store = WatchCache::new(namespace_key_fn("/prefix"), &[], 10, 10, false);
+    store.replace(vec![make_test_pod("a", 5)], 5);
+    add(&store, make_test_pod("b", 6));
+    assert_eq!(names_at(&store, 5), None);
+    assert_eq!(names_at(&store, 6), None);
+    assert_eq!(store.snapshot_count(), 0);
 }

@@ -14,8 +14,8 @@ mod common;
 use apistore_cacher::{Cacher, CacherConfig};
 use apistore_memory::KvConfig;
 use apistore_storage::{
-    DeleteOptions, GetOptions, ListOptions, ResourceVersionMatch, Storage, Update, UpdateOptions,
-    WatchEvent, WatchStream,
+    DeleteOptions, GetOptions, KubeVersion, ListOptions, ResourceVersionMatch, Storage, Update,
+    UpdateOptions, WatchEvent, WatchStream,
 };
 use apistore_testing::suite::Pod;
 use common::wrapped::Wrapped;
@@ -24,10 +24,16 @@ use futures::StreamExt as _;
 /// The backend: the in-memory store, recording what reaches it.
 type Recording = Wrapped;
 
+/// The cache of the newest kube (snapshots on).
 fn config(consistent: bool) -> CacherConfig<Pod> {
     let mut config = CacherConfig::new("/pods", "pods").with_key_fn(Pod::key);
     config.consistent_reads_from_cache = consistent;
     config
+}
+
+/// The cache of kube `version`.
+fn config_of(version: KubeVersion, consistent: bool) -> CacherConfig<Pod> {
+    config(consistent).with_kube_version(version)
 }
 
 async fn cacher(backend: &Recording, config: CacherConfig<Pod>) -> Cacher<Recording> {
@@ -58,6 +64,9 @@ async fn next_event(w: &mut WatchStream<Pod>) -> WatchEvent<Pod> {
         .expect("the watch ended")
 }
 
+/// kube's `TestGetListCacheBypass`, at kube 1.31 (v0.31.1's rows) and at 1.37 (the
+/// `ListFromCacheSnapshot=true` overrides of v0.37's: a continued list at a revision the
+/// cache has a snapshot of is served from it).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn test_get_list_cache_bypass() {
     use ResourceVersionMatch::{Exact, Unset};
@@ -65,7 +74,8 @@ async fn test_get_list_cache_bypass() {
     for i in 0..3 {
         create(&backend, Pod::new("ns", &format!("pod-{i}"))).await;
     }
-    // A continue token the etcd3 store (and so the in-memory one) accepts.
+    // A continue token the etcd3 store (and so the in-memory one) accepts, at the
+    // revision the cache will list at.
     let token = backend
         .store
         .list("/pods/ns", &list_options("", Unset, 1, ""))
@@ -73,32 +83,54 @@ async fn test_get_list_cache_bypass() {
         .unwrap()
         .metadata
         .continue_token;
+    // Options, bypass at 1.31, bypass at 1.37.
     let common = [
-        (list_options("0", Unset, 0, ""), false),
-        (list_options("1", Unset, 0, ""), false),
-        (list_options("", Unset, 0, &token), true),
-        (list_options("0", Unset, 0, &token), true),
-        (list_options("1", Unset, 0, &token), true),
-        (list_options("0", Unset, 500, ""), false),
-        // The legacy exact match and Exact: the window does not reach back to 1 (the
-        // cache was listed after the creations), so the backend answers, as in kube.
-        (list_options("1", Unset, 500, ""), true),
-        (list_options("", Exact, 0, ""), true),
-        (list_options("0", Exact, 0, ""), true),
-        (list_options("1", Exact, 0, ""), true),
+        (list_options("0", Unset, 0, ""), false, false),
+        (list_options("1", Unset, 0, ""), false, false),
+        (list_options("", Unset, 0, &token), true, false),
+        (list_options("", Unset, 100, &token), true, false),
+        // kube 1.37 answers these from the cache whole (it ignores the limit at "0");
+        // the backend keeps etcd's page.
+        (list_options("0", Unset, 0, &token), true, true),
+        // A bad request: the backend words it.
+        (list_options("1", Unset, 0, &token), true, true),
+        (list_options("0", Unset, 500, ""), false, false),
+        // The legacy exact match and Exact: no snapshot reaches back to 1 (the cache
+        // was listed after the creations), so the backend answers, as in kube.
+        (list_options("1", Unset, 500, ""), true, true),
+        (list_options("", Exact, 0, ""), true, true),
+        (list_options("0", Exact, 0, ""), true, true),
+        (list_options("1", Exact, 0, ""), true, true),
     ];
-    for consistent in [false, true] {
-        let cacher = cacher(&backend, config(consistent)).await;
-        let mut cases = common.to_vec();
-        cases.push((list_options("", Unset, 0, ""), !consistent));
-        cases.push((list_options("", Unset, 500, ""), !consistent));
-        for (options, expect_bypass) in cases {
-            let result = cacher.list("/pods/ns", &options).await;
-            let bypassed = !backend.take_request_lists().is_empty();
-            assert_eq!(
-                bypassed, expect_bypass,
-                "consistent reads from cache: {consistent}, options {options:?}, result {result:?}"
-            );
+    for version in [KubeVersion::V1_31, KubeVersion::V1_37] {
+        for consistent in [false, true] {
+            let cacher = cacher(&backend, config_of(version, consistent)).await;
+            let cache_rv = cacher.resource_version().to_string();
+            let mut cases: Vec<_> = common
+                .iter()
+                .map(|(options, at_1_31, at_1_37)| {
+                    let bypass = if version == KubeVersion::V1_31 {
+                        *at_1_31
+                    } else {
+                        *at_1_37
+                    };
+                    (options.clone(), bypass)
+                })
+                .collect();
+            let snapshots = version >= KubeVersion::V1_34;
+            cases.push((list_options(&cache_rv, Unset, 100, ""), !snapshots));
+            cases.push((list_options(&cache_rv, Exact, 0, ""), !snapshots));
+            cases.push((list_options(&cache_rv, Exact, 100, ""), !snapshots));
+            cases.push((list_options("", Unset, 0, ""), !consistent));
+            cases.push((list_options("", Unset, 500, ""), !consistent));
+            for (options, expect_bypass) in cases {
+                let result = cacher.list("/pods/ns", &options).await;
+                let bypassed = !backend.take_request_lists().is_empty();
+                assert_eq!(
+                    bypassed, expect_bypass,
+                    "kube {version}, consistent reads from cache: {consistent}, options {options:?}, result {result:?}"
+                );
+            }
         }
     }
 }
@@ -419,84 +451,97 @@ async fn test_list_waits_for_fresh_cache_and_times_out_with_too_large_resource_v
     assert_eq!(err.status().code, 504);
 }
 
+/// A first page cut from the cache carries the token the backend would give, and its
+/// continuation returns what the backend returns: from the backend at kube 1.31, from
+/// the cache's snapshot at 1.37.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn test_list_first_page_from_cache_continues_at_the_backend() {
+async fn test_list_first_page_from_cache_continues_with_the_backends_answer() {
     let backend = Recording::new(KvConfig::default());
     let mut created = Vec::new();
     for i in 0..5 {
         created.push(create(&backend, Pod::new("ns", &format!("pod-{i}"))).await);
     }
-    let cacher = cacher(&backend, config(true)).await;
-    let last = rv(created.last().unwrap());
-    let options = list_options(&last.to_string(), ResourceVersionMatch::NotOlderThan, 2, "");
-    let first = cacher.list("/pods/ns", &options).await.unwrap();
-    assert_eq!(first.items, created[..2]);
-    assert_eq!(first.metadata.remaining_item_count, Some(3));
-    assert!(
-        backend.take_request_lists().is_empty(),
-        "first page from the cache"
-    );
-    // The backend's own first page carries the same token.
-    let direct = backend
-        .store
-        .list(
-            "/pods/ns",
-            &list_options(&last.to_string(), ResourceVersionMatch::Exact, 2, ""),
-        )
-        .await
-        .unwrap();
-    assert_eq!(
-        first.metadata.continue_token,
-        direct.metadata.continue_token
-    );
-    let rest = cacher
-        .list(
-            "/pods/ns",
-            &list_options(
-                "",
-                ResourceVersionMatch::Unset,
-                10,
-                &first.metadata.continue_token,
-            ),
-        )
-        .await
-        .unwrap();
-    assert_eq!(rest.items, created[2..]);
-    assert_eq!(
-        backend.take_request_lists().len(),
-        1,
-        "continuation from the backend"
-    );
+    for version in [KubeVersion::V1_31, KubeVersion::V1_37] {
+        let cacher = cacher(&backend, config_of(version, true)).await;
+        let last = rv(created.last().unwrap());
+        let options = list_options(&last.to_string(), ResourceVersionMatch::NotOlderThan, 2, "");
+        let first = cacher.list("/pods/ns", &options).await.unwrap();
+        assert_eq!(first.items, created[..2]);
+        assert_eq!(first.metadata.remaining_item_count, Some(3));
+        assert!(
+            backend.take_request_lists().is_empty(),
+            "first page from the cache"
+        );
+        // The backend's own first page carries the same token.
+        let direct = backend
+            .store
+            .list(
+                "/pods/ns",
+                &list_options(&last.to_string(), ResourceVersionMatch::Exact, 2, ""),
+            )
+            .await
+            .unwrap();
+        assert_eq!(
+            first.metadata.continue_token,
+            direct.metadata.continue_token
+        );
+        let next = list_options(
+            "",
+            ResourceVersionMatch::Unset,
+            2,
+            &first.metadata.continue_token,
+        );
+        let second = cacher.list("/pods/ns", &next).await.unwrap();
+        assert_eq!(second.items, created[2..4]);
+        assert_eq!(
+            second,
+            backend.store.list("/pods/ns", &next).await.unwrap(),
+            "kube {version}: the backend's second page"
+        );
+        // (The comparison read the store directly, unrecorded.)
+        assert_eq!(
+            backend.take_request_lists().len(),
+            usize::from(version < KubeVersion::V1_34),
+            "kube {version}: whether the continuation reached the backend"
+        );
+    }
 }
 
+/// Exact lists at every revision since the cache's list return what the backend
+/// returns: from the snapshots at 1.37, from the backend at 1.31.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn test_exact_list_from_the_window() {
-    let backend = Recording::new(KvConfig::default());
-    let cacher = cacher(&backend, config(false)).await;
-    let a = create(&backend, Pod::new("ns", "a")).await;
-    let b = create(&backend, Pod::new("ns", "b")).await;
-    backend
-        .delete(&a.key(), DeleteOptions::default())
-        .await
-        .unwrap();
-    let now = u64::try_from(backend.store.kv().revision()).unwrap();
-    cacher.wait_until_fresh(now).await.unwrap();
-    for (at, expected) in [
-        (rv(&a), vec![a.clone()]),
-        (rv(&b), vec![a.clone(), b.clone()]),
-        (now, vec![b.clone()]),
-    ] {
-        let options = ListOptions::prefix().at(at.to_string(), ResourceVersionMatch::Exact);
-        let list = cacher.list("/pods/ns", &options).await.unwrap();
-        assert_eq!(list.items, expected, "at {at}");
-        assert_eq!(list.metadata.resource_version, at.to_string());
-        let direct = backend.store.list("/pods/ns", &options).await.unwrap();
-        assert_eq!(list, direct, "the backend answers the same at {at}");
+async fn test_exact_list_from_snapshots() {
+    for version in [KubeVersion::V1_31, KubeVersion::V1_37] {
+        let backend = Recording::new(KvConfig::default());
+        let cacher = cacher(&backend, config_of(version, false)).await;
+        let a = create(&backend, Pod::new("ns", "a")).await;
+        let b = create(&backend, Pod::new("ns", "b")).await;
+        backend
+            .delete(&a.key(), DeleteOptions::default())
+            .await
+            .unwrap();
+        let now = u64::try_from(backend.store.kv().revision()).unwrap();
+        cacher.wait_until_fresh(now).await.unwrap();
+        for (at, expected) in [
+            (rv(&a), vec![a.clone()]),
+            (rv(&b), vec![a.clone(), b.clone()]),
+            (now, vec![b.clone()]),
+        ] {
+            let options = ListOptions::prefix().at(at.to_string(), ResourceVersionMatch::Exact);
+            let list = cacher.list("/pods/ns", &options).await.unwrap();
+            assert_eq!(list.items, expected, "at {at}");
+            assert_eq!(list.metadata.resource_version, at.to_string());
+            let direct = backend.store.list("/pods/ns", &options).await.unwrap();
+            assert_eq!(list, direct, "the backend answers the same at {at}");
+        }
+        let reached = backend.take_request_lists().len();
+        if version >= KubeVersion::V1_34 {
+            assert_eq!(reached, 0, "kube {version}: all from the snapshots");
+        } else {
+            assert_eq!(reached, 3, "kube {version}: all from the backend");
+            assert_eq!(cacher.snapshot_count(), 0);
+        }
     }
-    assert!(
-        backend.take_request_lists().is_empty(),
-        "all from the window"
-    );
 }
 
 /// kube's `RunTestConsistentList` with `cacheEnabled=true, consistentReadsSupported=true`

@@ -109,10 +109,12 @@ impl ApiStore {
             None => {
                 let store = self.canonical_store::<T>(resource);
                 let layout = self.resource_layout(resource);
+                // Snapshots (Exact and continued lists from memory) from kube 1.34 on.
                 let mut config = CacherConfig::new(
                     format!("/{}", layout.key_prefix),
                     layout.group_resource.to_string(),
-                );
+                )
+                .with_kube_version(self.recipe.kube_version);
                 config.consistent_reads_from_cache = store
                     .check_request_watch_progress_support()
                     .await

@@ -1,7 +1,8 @@
 //! A backend for the cacher's own tests: the in-memory store, recording the lists,
 //! gets and watches that reach it (the reference's `dummyStorage`, over a working
-//! store), whose watch streams end when told to and whose later watches can be held at
-//! a gate.
+//! store), whose watch streams end when told to, whose later watches can be held at
+//! a gate, and whose watches can be told to lose the events of one object (a cache
+//! that is then inconsistent with the store).
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
@@ -9,7 +10,7 @@ use std::sync::{Arc, Mutex};
 use apistore_memory::{KvConfig, MemoryKv, MemoryStore, MemoryStoreConfig};
 use apistore_storage::{
     DeleteOptions, GetOptions, ListOptions, ObjectList, ResponseMeta, Result, Storage, Update,
-    UpdateOptions, Versioner, WatchStream,
+    UpdateOptions, Versioner, WatchEvent, WatchStream,
 };
 use apistore_testing::suite::Pod;
 use futures::StreamExt as _;
@@ -26,6 +27,8 @@ pub struct Wrapped {
     pub cut: Arc<Notify>,
     /// When set, every watch after the first waits for a permit.
     pub gate: Option<Arc<Semaphore>>,
+    /// The name of the object whose changes watches leave out, if any.
+    pub lost: Arc<Mutex<Option<String>>>,
 }
 
 impl Wrapped {
@@ -39,6 +42,7 @@ impl Wrapped {
             watches: Arc::default(),
             cut: Arc::new(Notify::new()),
             gate: None,
+            lost: Arc::default(),
         }
     }
 
@@ -95,8 +99,20 @@ impl Storage for Wrapped {
         }
         let stream = self.store.watch(key, options).await?;
         let cut = Arc::clone(&self.cut);
+        let lost = Arc::clone(&self.lost);
+        let kept = move |event: &WatchEvent<Pod>| {
+            let name = match event {
+                WatchEvent::Added(pod) | WatchEvent::Modified(pod) | WatchEvent::Deleted(pod) => {
+                    &pod.metadata.name
+                }
+                WatchEvent::Bookmark(_) | WatchEvent::Error(_) => return true,
+            };
+            lost.lock().unwrap().as_deref() != Some(name.as_str())
+        };
         Ok(Box::pin(
-            stream.take_until(async move { cut.notified().await }),
+            stream
+                .filter(move |event| std::future::ready(kept(event)))
+                .take_until(async move { cut.notified().await }),
         ))
     }
     async fn count(&self, key: &str) -> Result<i64> {
