@@ -11,7 +11,7 @@ pub(crate) const USAGE: &str = "\
 usage: cargo xtask <command>
 
 commands:
-  test [--etcd 3.4|3.5|3.6] [-- <cargo test args>]
+  test [--etcd 3.4|3.5|3.6|3.7] [-- <cargo test args>]
                                 cargo fmt --check, clippy -D warnings, then one build
                                 of every test binary (cargo test --workspace
                                 --all-features --no-run) run, all but apistore-interop's,
@@ -19,17 +19,17 @@ commands:
                                 default), then the doc tests and the examples; with
                                 arguments after --, plain cargo test with them instead
                                 (with -p/--package, they replace --workspace)
-  interop [--etcd 3.4|3.5|3.6]...
+  interop [--etcd 3.4|3.5|3.6|3.7]...
                                 needs Go: builds the reference harness
                                 (interop/reference) and runs the differential tests
                                 (apistore-interop) against each etcd version given (all
-                                three by default), and on 3.5 and 3.6 also the etcd3
-                                backend's and the fixture's suites (apistore-etcd3,
-                                apistore-testing); then, once, on etcd 3.6, the tests
-                                against kube-apiserver 1.37 and 1.31 themselves,
-                                built from the Go module proxy the first time (about
-                                20 min) and cached in ~/.cache/apistore/; with all
-                                three (the default), also what `kine` runs
+                                four by default), and on 3.5, 3.6 and 3.7 also the
+                                etcd3 backend's and the fixture's suites
+                                (apistore-etcd3, apistore-testing); then, once, on etcd
+                                3.6, the tests against kube-apiserver 1.37 and 1.31
+                                themselves, built from the Go module proxy the first
+                                time (about 20 min) and cached in ~/.cache/apistore/;
+                                with all four (the default), also what `kine` runs
   demo [-- <demo args>]         run the demo example (crates/apistore/examples/demo.rs)
                                 against a fresh etcd
   bench [--quick] [--only NAME]... [--arm apistore|raw|kube] [--report PATH]
@@ -72,8 +72,8 @@ commands:
 
 Each command provisions what it needs first: protoc (vendored, copied to
 target/tools/protoc) and an etcd binary. etcd 3.4 is $APISTORE_ETCD_BIN, `etcd` on
-PATH, or `apt-get install etcd-server` when running as root. etcd 3.5 and 3.6 are
-built with Go (`go` on PATH or /usr/local/go/bin/go) from interop/etcd/<version>/ into
+PATH, or `apt-get install etcd-server` when running as root. etcd 3.5, 3.6 and 3.7
+are built with Go (`go` on PATH or /usr/local/go/bin/go) from interop/etcd/<version>/ into
 target/tools/etcd-<release>/, with Go's own module and build caches (GOMODCACHE,
 GOCACHE), which later runs and other clones on the machine reuse.";
 
@@ -132,7 +132,8 @@ impl Command {
                 let (mut etcd, rest) = etcd_flags("interop", rest)?;
                 if !rest.is_empty() {
                     return Err(format!(
-                        "`interop` takes only --etcd 3.4|3.5|3.6, not `{}`",
+                        "`interop` takes only --etcd {}, not `{}`",
+                        versions_text("|"),
                         rest.join(" ")
                     ));
                 }
@@ -296,18 +297,28 @@ fn etcd_flags<'a>(
             [flag, value, after @ ..] if flag == "--etcd" => (value.as_str(), after),
             [flag] if flag == "--etcd" => {
                 return Err(format!(
-                    "`{command} --etcd` needs a version: 3.4, 3.5 or 3.6"
+                    "`{command} --etcd` needs a version: {}",
+                    versions_text(", ")
                 ));
             }
             [flag, after @ ..] if flag.starts_with("--etcd=") => (&flag["--etcd=".len()..], after),
             _ => return Ok((versions, rest)),
         };
         let version = EtcdVersion::parse(value).ok_or_else(|| {
-            format!("`--etcd {value}`: the etcd versions tested are 3.4, 3.5 and 3.6")
+            format!(
+                "`--etcd {value}`: the etcd versions tested are {}",
+                versions_text(", ")
+            )
         })?;
         versions.push(version);
         rest = after;
     }
+}
+
+/// Every etcd line `--etcd` takes, oldest first, joined with `separator`: error messages
+/// name them from [`EtcdVersion::ALL`], so a new line cannot be left out of them.
+fn versions_text(separator: &str) -> String {
+    EtcdVersion::ALL.map(EtcdVersion::as_str).join(separator)
 }
 
 /// The arguments after a leading `--`; anything else is a mistake worth reporting.
@@ -369,6 +380,13 @@ mod tests {
             })
         );
         assert_eq!(
+            parse(&["test", "--etcd", "3.7"]),
+            Ok(Command::Test {
+                etcd: Some(EtcdVersion::V3_7),
+                cargo_test_args: vec![]
+            })
+        );
+        assert_eq!(
             parse(&["test", "--etcd=3.4"]),
             Ok(Command::Test {
                 etcd: Some(EtcdVersion::V3_4),
@@ -385,6 +403,12 @@ mod tests {
             parse(&["interop", "--etcd", "3.6", "--etcd=3.5", "--etcd", "3.6"]),
             Ok(Command::Interop {
                 etcd: vec![EtcdVersion::V3_6, EtcdVersion::V3_5]
+            })
+        );
+        assert_eq!(
+            parse(&["interop", "--etcd=3.7", "--etcd", "3.4"]),
+            Ok(Command::Interop {
+                etcd: vec![EtcdVersion::V3_7, EtcdVersion::V3_4]
             })
         );
         assert_eq!(parse(&["demo"]), Ok(Command::Demo { demo_args: vec![] }));
@@ -434,10 +458,16 @@ mod tests {
         assert!(parse(&["test", "-p", "x"]).unwrap_err().contains("--"));
         assert!(parse(&["bench", "--slow"]).is_err());
         assert!(parse(&["test", "--etcd"]).unwrap_err().contains("3.5"));
+        assert!(parse(&["test", "--etcd"]).unwrap_err().contains("3.7"));
         assert!(
-            parse(&["test", "--etcd", "3.7"])
+            parse(&["test", "--etcd", "3.8"])
                 .unwrap_err()
-                .contains("3.7")
+                .contains("3.4, 3.5, 3.6, 3.7")
+        );
+        assert!(
+            parse(&["interop", "x"])
+                .unwrap_err()
+                .contains("--etcd 3.4|3.5|3.6|3.7")
         );
         assert!(parse(&["test", "--etcd", "3.5", "--etcd", "3.6"]).is_err());
         assert!(
