@@ -12,7 +12,7 @@ pub(crate) const USAGE: &str = "\
 usage: cargo xtask <command>
 
 commands:
-  test [--backend etcd] [--etcd 3.4|3.5|3.6] [-- <cargo test args>]
+  test [--backend etcd] [--etcd 3.4|3.5|3.6|3.7] [-- <cargo test args>]
                                 cargo fmt --check, clippy -D warnings, then one build
                                 of every test binary (cargo test --workspace
                                 --all-features --no-run) run, all but apistore-interop's,
@@ -32,17 +32,17 @@ commands:
                                 `postgres` account); the tests that do not apply to
                                 kine skipped by name and printed with why. No fmt or
                                 clippy (they do not depend on the server)
-  interop [--etcd 3.4|3.5|3.6]...
+  interop [--etcd 3.4|3.5|3.6|3.7]...
                                 needs Go: builds the reference harness
                                 (interop/reference) and runs the differential tests
                                 (apistore-interop) against each etcd version given (all
-                                three by default), and on 3.5 and 3.6 also the etcd3
-                                backend's and the fixture's suites (apistore-etcd3,
-                                apistore-testing); then, once, on etcd 3.6, the tests
-                                against kube-apiserver 1.37 and 1.31 themselves,
-                                built from the Go module proxy the first time (about
-                                20 min) and cached in ~/.cache/apistore/; with all
-                                three (the default), also what `test --backend
+                                four by default), and on 3.5, 3.6 and 3.7 also the
+                                etcd3 backend's and the fixture's suites
+                                (apistore-etcd3, apistore-testing); then, once, on etcd
+                                3.6, the tests against kube-apiserver 1.37 and 1.31
+                                themselves, built from the Go module proxy the first
+                                time (about 20 min) and cached in ~/.cache/apistore/;
+                                with all four (the default), also what `test --backend
                                 kine-sqlite` and `--backend kine-postgres` run
   demo [-- <demo args>]         run the demo example (crates/apistore/examples/demo.rs)
                                 against a fresh etcd
@@ -82,8 +82,8 @@ commands:
 
 Each command provisions what it needs first: protoc (vendored, copied to
 target/tools/protoc) and an etcd binary. etcd 3.4 is $APISTORE_ETCD_BIN, `etcd` on
-PATH, or `apt-get install etcd-server` when running as root. etcd 3.5 and 3.6 are
-built with Go (`go` on PATH or /usr/local/go/bin/go) from interop/etcd/<version>/ into
+PATH, or `apt-get install etcd-server` when running as root. etcd 3.5, 3.6 and 3.7
+are built with Go (`go` on PATH or /usr/local/go/bin/go) from interop/etcd/<version>/ into
 target/tools/etcd-<release>/, with Go's own module and build caches (GOMODCACHE,
 GOCACHE), which later runs and other clones on the machine reuse.";
 
@@ -134,7 +134,8 @@ impl Command {
                 let (mut etcd, rest) = etcd_flags("interop", rest)?;
                 if !rest.is_empty() {
                     return Err(format!(
-                        "`interop` takes only --etcd 3.4|3.5|3.6, not `{}`",
+                        "`interop` takes only --etcd {}, not `{}`",
+                        versions_text("|"),
                         rest.join(" ")
                     ));
                 }
@@ -194,7 +195,10 @@ fn test(mut rest: &[String]) -> Result<Command, String> {
             (Some(value), _) => (value, after),
             (None, Some((value, after))) => (value.as_str(), after),
             (None, None) if name == "--etcd" => {
-                return Err("`test --etcd` needs a version: 3.4, 3.5 or 3.6".to_owned());
+                return Err(format!(
+                    "`test --etcd` needs a version: {}",
+                    versions_text(", ")
+                ));
             }
             (None, None) => return Err(format!("`test --backend` needs one of {BACKENDS}")),
         };
@@ -203,7 +207,10 @@ fn test(mut rest: &[String]) -> Result<Command, String> {
                 return Err("`test` takes one --etcd; `interop` takes several".to_owned());
             }
             etcd = Some(EtcdVersion::parse(value).ok_or_else(|| {
-                format!("`--etcd {value}`: the etcd versions tested are 3.4, 3.5 and 3.6")
+                format!(
+                    "`--etcd {value}`: the etcd versions tested are {}",
+                    versions_text(", ")
+                )
             })?);
         } else {
             if backend.is_some() {
@@ -377,18 +384,28 @@ fn etcd_flags<'a>(
             [flag, value, after @ ..] if flag == "--etcd" => (value.as_str(), after),
             [flag] if flag == "--etcd" => {
                 return Err(format!(
-                    "`{command} --etcd` needs a version: 3.4, 3.5 or 3.6"
+                    "`{command} --etcd` needs a version: {}",
+                    versions_text(", ")
                 ));
             }
             [flag, after @ ..] if flag.starts_with("--etcd=") => (&flag["--etcd=".len()..], after),
             _ => return Ok((versions, rest)),
         };
         let version = EtcdVersion::parse(value).ok_or_else(|| {
-            format!("`--etcd {value}`: the etcd versions tested are 3.4, 3.5 and 3.6")
+            format!(
+                "`--etcd {value}`: the etcd versions tested are {}",
+                versions_text(", ")
+            )
         })?;
         versions.push(version);
         rest = after;
     }
+}
+
+/// Every etcd line `--etcd` takes, oldest first, joined with `separator`: error messages
+/// name them from [`EtcdVersion::ALL`], so a new line cannot be left out of them.
+fn versions_text(separator: &str) -> String {
+    EtcdVersion::ALL.map(EtcdVersion::as_str).join(separator)
 }
 
 /// The arguments after a leading `--`; anything else is a mistake worth reporting.
@@ -450,6 +467,13 @@ mod tests {
             })
         );
         assert_eq!(
+            parse(&["test", "--etcd", "3.7"]),
+            Ok(Command::Test {
+                etcd: Some(EtcdVersion::V3_7),
+                cargo_test_args: vec![]
+            })
+        );
+        assert_eq!(
             parse(&["test", "--etcd=3.4"]),
             Ok(Command::Test {
                 etcd: Some(EtcdVersion::V3_4),
@@ -466,6 +490,12 @@ mod tests {
             parse(&["interop", "--etcd", "3.6", "--etcd=3.5", "--etcd", "3.6"]),
             Ok(Command::Interop {
                 etcd: vec![EtcdVersion::V3_6, EtcdVersion::V3_5]
+            })
+        );
+        assert_eq!(
+            parse(&["interop", "--etcd=3.7", "--etcd", "3.4"]),
+            Ok(Command::Interop {
+                etcd: vec![EtcdVersion::V3_7, EtcdVersion::V3_4]
             })
         );
         assert_eq!(parse(&["demo"]), Ok(Command::Demo { demo_args: vec![] }));
@@ -515,10 +545,16 @@ mod tests {
         assert!(parse(&["test", "-p", "x"]).unwrap_err().contains("--"));
         assert!(parse(&["bench", "--slow"]).is_err());
         assert!(parse(&["test", "--etcd"]).unwrap_err().contains("3.5"));
+        assert!(parse(&["test", "--etcd"]).unwrap_err().contains("3.7"));
         assert!(
-            parse(&["test", "--etcd", "3.7"])
+            parse(&["test", "--etcd", "3.8"])
                 .unwrap_err()
-                .contains("3.7")
+                .contains("3.4, 3.5, 3.6, 3.7")
+        );
+        assert!(
+            parse(&["interop", "x"])
+                .unwrap_err()
+                .contains("--etcd 3.4|3.5|3.6|3.7")
         );
         assert!(parse(&["test", "--etcd", "3.5", "--etcd", "3.6"]).is_err());
         assert!(

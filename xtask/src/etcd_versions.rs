@@ -1,5 +1,5 @@
 //! The etcd versions the suite runs against: Debian's 3.4 (the default, provisioned as
-//! [`provision::etcd`] does), and 3.5 and 3.6 built from the Go module proxy.
+//! [`provision::etcd`] does), and 3.5, 3.6 and 3.7 built from the Go module proxy.
 //!
 //! Each built line is a Go module of a few lines over etcd's own `etcdmain`, in
 //! `interop/etcd/<line>/`; its `go.mod` pins the release. The binary goes to
@@ -27,13 +27,16 @@ pub(crate) enum EtcdVersion {
     V3_5,
     /// etcd 3.6, built from `interop/etcd/3.6/`.
     V3_6,
+    /// etcd 3.7, built from `interop/etcd/3.7/`: the first line that answers
+    /// `RangeStream`, which the etcd3 backend lists with when it can.
+    V3_7,
 }
 
 impl EtcdVersion {
     /// Every line, oldest first: what `cargo xtask interop` runs by default.
-    pub(crate) const ALL: [Self; 3] = [Self::V3_4, Self::V3_5, Self::V3_6];
+    pub(crate) const ALL: [Self; 4] = [Self::V3_4, Self::V3_5, Self::V3_6, Self::V3_7];
 
-    /// `"3.4"`, `"3.5"` or `"3.6"`.
+    /// `"3.4"`, `"3.5"`, `"3.6"` or `"3.7"`.
     pub(crate) fn parse(text: &str) -> Option<Self> {
         Self::ALL
             .into_iter()
@@ -45,6 +48,7 @@ impl EtcdVersion {
             Self::V3_4 => "3.4",
             Self::V3_5 => "3.5",
             Self::V3_6 => "3.6",
+            Self::V3_7 => "3.7",
         }
     }
 
@@ -55,6 +59,7 @@ impl EtcdVersion {
             Self::V3_4 => None,
             Self::V3_5 => Some("interop/etcd/3.5"),
             Self::V3_6 => Some("interop/etcd/3.6"),
+            Self::V3_7 => Some("interop/etcd/3.7"),
         }
     }
 
@@ -179,11 +184,13 @@ mod tests {
             assert_eq!(EtcdVersion::parse(version.as_str()), Some(version));
             assert_eq!(version.to_string(), version.as_str());
         }
-        for bad in ["3", "3.3", "3.7", "v3.5", "3.5.35", ""] {
+        for bad in ["3", "3.3", "3.8", "v3.7", "3.7.3", ""] {
             assert_eq!(EtcdVersion::parse(bad), None, "{bad:?}");
         }
         assert!(!EtcdVersion::V3_4.needs_go());
         assert!(EtcdVersion::V3_5.needs_go() && EtcdVersion::V3_6.needs_go());
+        assert!(EtcdVersion::V3_7.needs_go());
+        assert_eq!(EtcdVersion::parse("3.7"), Some(EtcdVersion::V3_7));
     }
 
     #[test]
@@ -194,6 +201,8 @@ mod tests {
         let block = "module x\nrequire (\n\tgo.etcd.io/etcd/api/v3 v3.6.16\n\
                      \tgo.etcd.io/etcd/server/v3 v3.6.16 // pinned\n)\n";
         assert_eq!(pinned_release(block), Some("3.6.16"));
+        let ours = include_str!("../../interop/etcd/3.7/go.mod");
+        assert_eq!(pinned_release(ours), Some("3.7.3"));
         assert_eq!(pinned_release("module x\n"), None);
         assert_eq!(
             pinned_release("require go.etcd.io/etcd/server/v3 v3.6.0-rc.1\n"),
@@ -206,6 +215,8 @@ mod tests {
         assert!(reports_line("etcd Version: 3.4.23", EtcdVersion::V3_4));
         assert!(!reports_line("etcd Version: 3.5.35", EtcdVersion::V3_4));
         assert!(!reports_line("etcd Version: 3.40.1", EtcdVersion::V3_4));
+        assert!(reports_line("etcd Version: 3.7.3", EtcdVersion::V3_7));
+        assert!(!reports_line("etcd Version: 3.7.3", EtcdVersion::V3_6));
         assert!(!reports_line("version unknown", EtcdVersion::V3_4));
     }
 }

@@ -275,7 +275,7 @@ const EXAMPLES: [&str; 6] = [
 ];
 
 /// `cargo xtask interop`: the differential tests against each etcd version, and on the
-/// built versions (3.5, 3.6) the etcd3 backend's and the fixture's own suites, which
+/// built versions (3.5, 3.6, 3.7) the etcd3 backend's and the fixture's own suites, which
 /// `cargo xtask test` runs on 3.4. Every step runs even if an earlier one failed; the
 /// end lists each step with its time.
 fn interop(root: &Path, versions: &[EtcdVersion]) -> Result<()> {

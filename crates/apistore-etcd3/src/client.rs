@@ -18,6 +18,7 @@ use etcd_client::{Certificate, Client, ConnectOptions, Identity, TlsOptions};
 use crate::compact_revision::CompactionTracker;
 use crate::endpoints::{Members, ProbeSettings};
 use crate::error::{ConnectError, describe};
+use crate::list::stream::RangeStreamSupport;
 use crate::size_estimator::SizeEstimator;
 
 /// [`ClientConfig::unresponsive_after`] by default.
@@ -254,6 +255,8 @@ pub struct EtcdClient {
     /// Whether `size_estimators` ever held one: lists and watches skip the look-up
     /// while it does not (the common case), so they do not pay for estimation.
     any_size_estimator: Arc<AtomicBool>,
+    /// Whether etcd answers `RangeStream` (3.7+), as its answers so far say.
+    pub(crate) range_stream: Arc<RangeStreamSupport>,
 }
 
 impl fmt::Debug for EtcdClient {
@@ -357,6 +360,7 @@ impl EtcdClient {
             compactions: Arc::default(),
             size_estimators: Arc::default(),
             any_size_estimator: Arc::default(),
+            range_stream: Arc::default(),
         })
     }
 
@@ -380,6 +384,16 @@ impl EtcdClient {
     /// The endpoints this client was given.
     pub fn endpoints(&self) -> &[String] {
         &self.endpoints
+    }
+
+    /// Whether lists read with etcd's `RangeStream` now, where they would (stores at
+    /// kube 1.37 or later, recursive lists without a limit or continue token): true
+    /// until etcd answers one with `Unimplemented` (etcd before 3.7, kine, etcd's gRPC
+    /// proxy), then false for ten minutes, during which lists read with paged `Range`
+    /// requests without asking again; then the stream is tried again, so an upgraded
+    /// etcd is used.
+    pub fn range_stream_available(&self) -> bool {
+        self.range_stream.supported()
     }
 }
 

@@ -54,7 +54,7 @@ enum Attempt<R> {
 fn is_read(operation: Operation) -> bool {
     matches!(
         operation,
-        Operation::Get | Operation::List | Operation::ListWithCount
+        Operation::Get | Operation::List | Operation::ListWithCount | Operation::ListStream
     )
 }
 
@@ -81,6 +81,25 @@ impl Kv {
     /// from, for callers that interpret some errors themselves (compaction on lists).
     /// The outer error is a timeout.
     pub(crate) async fn call_raw<R, F, Fut>(
+        &self,
+        key: &str,
+        operation: Operation,
+        request: F,
+    ) -> Result<Result<R, (String, etcd_client::Error)>>
+    where
+        F: FnMut(KvClient) -> Fut,
+        Fut: Future<Output = Result<R, etcd_client::Error>>,
+    {
+        let started = Instant::now();
+        let outcome = self.send(key, operation, request).await;
+        self.record(operation, key, matches!(outcome, Ok(Ok(_))), started);
+        outcome
+    }
+
+    /// [`Self::call_raw`] without recording the request in the metrics: for a request
+    /// whose end is not its answer (a `RangeStream` goes on after its first chunk), which
+    /// its caller records with [`Self::record`] once it is over.
+    pub(crate) async fn send<R, F, Fut>(
         &self,
         key: &str,
         operation: Operation,
@@ -146,13 +165,11 @@ impl Kv {
                     // proposal forwarded to a leader that froze is never answered): the
                     // probe, not the deadline, says whether the member is silent.
                     self.members.check(index);
-                    self.record(operation, key, false, started);
                     let limit = self.request_timeout.unwrap_or_default();
                     return Err(timed_out(key, limit));
                 }
             }
         };
-        self.record(operation, key, outcome.is_ok(), started);
         Ok(outcome)
     }
 
@@ -228,7 +245,9 @@ impl Kv {
         }
     }
 
-    fn record(&self, operation: Operation, key: &str, ok: bool, started: Instant) {
+    /// Records one request in `etcd_request_*`: `ok` or failed, and the time since
+    /// `started`.
+    pub(crate) fn record(&self, operation: Operation, key: &str, ok: bool, started: Instant) {
         self.instrumentation.record_etcd_request(
             operation,
             self.type_label(operation, key),

@@ -1,8 +1,10 @@
-//! GetList over etcd: the key prefix, the paged reads of [`pager`] and the list metrics,
-//! after `GetList` in kube-apiserver's `etcd3/store.go`. Where a list starts, the loop's
-//! selection and doubling pages, and the continue token it ends with are
-//! `apistore_backend::list`'s, shared with the memory store. The paged read itself is
-//! [`pager`], shared with the watcher's initial sync and key scans.
+//! GetList over etcd: the key prefix, the paged reads of [`pager`] or the one
+//! `RangeStream` of [`stream`], and the list metrics, after `GetList` in
+//! kube-apiserver's `etcd3/store.go`. Where a list starts, the loop's selection and
+//! doubling pages, and the continue token it ends with are `apistore_backend::list`'s,
+//! shared with the memory store. The paged read itself is [`pager`], shared with the
+//! watcher's initial sync and key scans; from kube 1.37 an unlimited recursive list
+//! streams instead where etcd can (3.7+), and falls back to the pages where it cannot.
 
 use apistore_backend::list::{ListPages, list_start};
 use apistore_storage::{ApiObject, KubeVersion, ListOptions, ObjectList, Result, StorageError};
@@ -13,8 +15,10 @@ use crate::key::{as_directory, prefix_range_end};
 use crate::store::Etcd3Store;
 
 pub(crate) mod pager;
+pub(crate) mod stream;
 
 use pager::{OnCompacted, Pager};
+use stream::Streamed;
 
 /// A list in progress whose counts go to `apiserver_storage_list_*` when dropped: on
 /// every exit once the list got as far as reading etcd (kube-apiserver counts a list
@@ -63,6 +67,26 @@ where
         } else {
             (Operation::Get, None)
         };
+        if let (Some(end), true) = (&range_end, self.lists_with_stream(options)) {
+            let streamed = self
+                .stream_list(
+                    &key_prefix,
+                    end.clone(),
+                    start.rev,
+                    &options.resource_version,
+                    &mut list.pages,
+                )
+                .await;
+            match streamed {
+                Ok(Streamed::Read { revision }) => {
+                    return list
+                        .pages
+                        .finish(&key_prefix, revision, self.layers.versioner());
+                }
+                Ok(Streamed::Unsupported) => {}
+                Err(err) => return Err(self.with_current_revision(&key_prefix, err).await),
+            }
+        }
         let mut pager = Pager::new(&key_prefix, start_key, operation)
             .at_revision(start.rev)
             .future_revision_is_too_large(self.kube_version >= KubeVersion::V1_34)
@@ -78,23 +102,7 @@ where
             pager.set_limit(list.pages.page_limit());
             let page = match pager.next_page(self).await {
                 Ok(page) => page,
-                Err(StorageError::ResourceVersionTooLarge {
-                    key,
-                    requested,
-                    current: 0,
-                    retry_after_seconds,
-                }) => {
-                    // kube 1.34+ says how far etcd is (its GetCurrentResourceVersion),
-                    // 0 when that read fails too.
-                    let current = self.current_revision(&key_prefix).await.unwrap_or(0);
-                    return Err(StorageError::ResourceVersionTooLarge {
-                        key,
-                        requested,
-                        current,
-                        retry_after_seconds,
-                    });
-                }
-                Err(err) => return Err(err),
+                Err(err) => return Err(self.with_current_revision(&key_prefix, err).await),
             };
             self.layers.validate_minimum_resource_version(
                 &key_prefix,
@@ -116,6 +124,29 @@ where
         }
         list.pages
             .finish(&key_prefix, pager.revision(), self.layers.versioner())
+    }
+
+    /// A too-large resourceVersion whose current revision is not known yet (0) with
+    /// etcd's current revision: kube 1.34+ says how far etcd is (its
+    /// GetCurrentResourceVersion), 0 when that read fails too. Other errors as they are.
+    async fn with_current_revision(&self, key_prefix: &str, err: StorageError) -> StorageError {
+        match err {
+            StorageError::ResourceVersionTooLarge {
+                key,
+                requested,
+                current: 0,
+                retry_after_seconds,
+            } => {
+                let current = self.current_revision(key_prefix).await.unwrap_or(0);
+                StorageError::ResourceVersionTooLarge {
+                    key,
+                    requested,
+                    current,
+                    retry_after_seconds,
+                }
+            }
+            err => err,
+        }
     }
 
     /// etcd's current revision, from the header of a one-key read of `key`.

@@ -8,15 +8,4 @@
 
 mod common;
 
-use apistore_storage::KubeVersion;
-use apistore_testing::suite::Needs;
-use common::Etcd3Backend;
-
-/// The suite's etcd3 backend with its store at kube 1.37.
-async fn backend(test_name: &str, needs: Needs) -> Etcd3Backend {
-    let mut backend = common::backend(test_name, needs).await;
-    backend.store = backend.store.clone().with_kube_version(KubeVersion::V1_37);
-    backend
-}
-
-apistore_testing::interface_conformance!(backend);
+apistore_testing::interface_conformance!(common::backend_1_37);

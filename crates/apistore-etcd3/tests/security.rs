@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 use apistore_etcd3::{
     ClientConfig, ConnectError, Etcd3Store, EtcdClient, ResourceConfig, StoreConfig, TlsConfig,
 };
-use apistore_storage::{DynamicObject, GetOptions, Storage};
+use apistore_storage::{DynamicObject, GetOptions, ListOptions, Storage};
 use apistore_testing::etcd::{EtcdOptions, EtcdServer, unique_prefix};
 use etcd_client::{Client, Permission};
 use rcgen::{
@@ -122,7 +122,10 @@ async fn connect(config: &ClientConfig) -> (Result<EtcdClient, ConnectError>, Du
     (result, started.elapsed())
 }
 
-/// Creates and reads back one object through a store on `client`.
+/// Creates and reads back one object through a store on `client`, and lists it: the
+/// store follows the newest kube, so on etcd 3.7+ the list is a `RangeStream`, which
+/// must go with the same TLS and token as every other request (on older etcds, the
+/// refused stream and the paged `Range` after it).
 async fn round_trip(client: EtcdClient, test: &str) {
     let store: Etcd3Store<DynamicObject> = Etcd3Store::new(
         client,
@@ -144,6 +147,15 @@ async fn round_trip(client: EtcdClient, test: &str) {
         .await
         .unwrap_or_else(|err| panic!("{test}: get: {err}"));
     assert_eq!(created, read, "{test}");
+    let everything = ListOptions {
+        recursive: true,
+        ..ListOptions::default()
+    };
+    let listed = store
+        .list("configmaps", &everything)
+        .await
+        .unwrap_or_else(|err| panic!("{test}: list: {err}"));
+    assert_eq!(listed.items, [created], "{test}");
 }
 
 /// The error, and that it came well before the dial timeout (not a hang).

@@ -22,17 +22,21 @@ pub enum Operation {
     Delete,
     /// `listWithCount`: a count-only range read (Count).
     ListWithCount,
+    /// `listStream`: a recursive GetList read with one etcd `RangeStream` (kube 1.37's
+    /// `EtcdRangeStream`, on etcd 3.7 and later), recorded once for the whole stream.
+    ListStream,
 }
 
 impl Operation {
     /// Every operation, in declaration order.
-    pub const ALL: [Self; 6] = [
+    pub const ALL: [Self; 7] = [
         Self::Get,
         Self::List,
         Self::Create,
         Self::Update,
         Self::Delete,
         Self::ListWithCount,
+        Self::ListStream,
     ];
 
     /// The label value, exactly as kube-apiserver writes it.
@@ -44,6 +48,7 @@ impl Operation {
             Self::Update => "update",
             Self::Delete => "delete",
             Self::ListWithCount => "listWithCount",
+            Self::ListStream => "listStream",
         }
     }
 
@@ -78,7 +83,15 @@ mod tests {
         let labels: Vec<_> = Operation::ALL.iter().map(|op| op.as_str()).collect();
         assert_eq!(
             labels,
-            ["get", "list", "create", "update", "delete", "listWithCount"]
+            [
+                "get",
+                "list",
+                "create",
+                "update",
+                "delete",
+                "listWithCount",
+                "listStream"
+            ]
         );
         for (i, op) in Operation::ALL.iter().enumerate() {
             assert_eq!(op.index(), i);

@@ -196,7 +196,12 @@ impl EtcdServer {
                 peer_port: ports[1],
                 data_dir: data_dir.clone(),
             };
-            let mut args = member.args(&member.initial_cluster_entry(), CLUSTER_TOKEN, &options);
+            let mut args = member.args(
+                &binary,
+                &member.initial_cluster_entry(),
+                CLUSTER_TOKEN,
+                &options,
+            );
             let metrics_port = options.client_tls.then(|| ports[2]);
             if let Some(metrics_port) = metrics_port {
                 // Before the caller's flags, which still win.

@@ -184,6 +184,41 @@ pub(crate) const NOT_APPLICABLE: &[NotApplicable] = &[
     },
     NotApplicable {
         target: "list_conformance",
+        test: "kube_1_37::compacted_continue_token_is_gone_with_an_inconsistent_one",
+        reason: OWN_ETCD,
+    },
+    NotApplicable {
+        target: "list_conformance",
+        test: "kube_1_37::consistent_list_answers_the_current_revision",
+        reason: OWN_ETCD,
+    },
+    NotApplicable {
+        target: "list_conformance",
+        test: "kube_1_37::continued_pages_keep_the_first_page_revision_and_read_once",
+        reason: OWN_ETCD,
+    },
+    NotApplicable {
+        target: "list_conformance",
+        test: "kube_1_37::filtered_pages_fetch_more_but_decode_only_what_they_need",
+        reason: OWN_ETCD,
+    },
+    NotApplicable {
+        target: "list_conformance",
+        test: "kube_1_37::list_table_over_multi_level_data",
+        reason: OWN_ETCD,
+    },
+    NotApplicable {
+        target: "list_conformance",
+        test: "kube_1_37::non_recursive_list_reads_one_key_at_any_revision",
+        reason: OWN_ETCD,
+    },
+    NotApplicable {
+        target: "range_stream",
+        test: "streamed_lists_at_a_future_or_compacted_revision_fail_as_paged_ones_do",
+        reason: OWN_ETCD,
+    },
+    NotApplicable {
+        target: "list_conformance",
         test: "consistent_list_answers_the_current_revision",
         reason: OWN_ETCD,
     },

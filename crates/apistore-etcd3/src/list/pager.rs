@@ -185,22 +185,44 @@ impl<'a> Pager<'a> {
     /// A compacted revision is 410 Expired, with a token to go on at the latest revision
     /// where the read continues something; any other error maps as any etcd error.
     fn interpret_error(&self, err: etcd_client::Error) -> StorageError {
-        if self.future_is_too_large && is_future_revision(&err) {
-            return StorageError::ResourceVersionTooLarge {
-                key: self.key.to_owned(),
-                requested: self.revision.max(0).unsigned_abs(),
-                current: 0,
-                retry_after_seconds: 0,
-            };
-        }
-        if !is_compacted(&err) {
-            return from_etcd(self.key, err);
-        }
         let continue_from = match self.on_compacted {
             OnCompacted::Expired => None,
             OnCompacted::ContinueFromFirst => Some(self.first_start.as_slice()),
             OnCompacted::ContinueFromPage => Some(self.start.as_slice()),
         };
-        compacted_list_error(self.key, continue_from)
+        read_error(
+            self.key,
+            err,
+            self.revision,
+            self.future_is_too_large,
+            continue_from,
+        )
     }
+}
+
+/// What etcd's error on a read of `key` at `revision` becomes (kube-apiserver's
+/// `listReadError` and `interpretListError`): with `future_is_too_large` (kube 1.34+), a
+/// revision etcd has not reached is a too-large resourceVersion, its current revision
+/// left 0 for the caller to fill in; a compacted revision is 410 Expired, with a token
+/// to go on from `continue_from` at the latest revision when there is one; anything
+/// else maps as any etcd error. Shared by the paged reads and the list's `RangeStream`.
+pub(crate) fn read_error(
+    key: &str,
+    err: etcd_client::Error,
+    revision: i64,
+    future_is_too_large: bool,
+    continue_from: Option<&[u8]>,
+) -> StorageError {
+    if future_is_too_large && is_future_revision(&err) {
+        return StorageError::ResourceVersionTooLarge {
+            key: key.to_owned(),
+            requested: revision.max(0).unsigned_abs(),
+            current: 0,
+            retry_after_seconds: 0,
+        };
+    }
+    if !is_compacted(&err) {
+        return from_etcd(key, err);
+    }
+    compacted_list_error(key, continue_from)
 }

@@ -185,7 +185,9 @@ impl EtcdCluster {
                 .collect::<Vec<_>>()
                 .join(",");
             for member in &mut members {
-                member.args = member.spec.args(&initial_cluster, &token, &options);
+                member.args = member
+                    .spec
+                    .args(&binary, &initial_cluster, &token, &options);
                 // A failed attempt may have left a data directory naming other ports.
                 if member.spec.data_dir.exists() {
                     fs::remove_dir_all(&member.spec.data_dir).map_err(|e| {

@@ -11,6 +11,7 @@ use std::io::{self, Read, Seek, SeekFrom, Write};
 use std::net::{Ipv4Addr, SocketAddr, TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdin, Command, Stdio};
+use std::sync::{Mutex, PoisonError};
 use std::thread;
 use std::time::{Duration, Instant};
 
@@ -95,6 +96,7 @@ impl MemberSpec {
     /// (comma-separated [`Self::initial_cluster_entry`]s, this member's included).
     pub(crate) fn args(
         &self,
+        binary: &Path,
         initial_cluster: &str,
         cluster_token: &str,
         options: &EtcdOptions,
@@ -113,16 +115,48 @@ impl MemberSpec {
             format!("--initial-cluster-token={cluster_token}").into(),
         ];
         if let Some(interval) = options.progress_notify_interval {
-            args.push(
-                format!(
-                    "--experimental-watch-progress-notify-interval={}",
-                    go_duration(interval)
-                )
-                .into(),
-            );
+            args.push(format!("{}={}", progress_notify_flag(binary), go_duration(interval)).into());
         }
         args.extend(options.extra_args.iter().map(OsString::from));
         args
+    }
+}
+
+/// The flag that sets etcd's progress notification interval for `binary`: etcd 3.7
+/// knows only `--watch-progress-notify-interval` (3.6 deprecated the experimental
+/// name, 3.7 removed it), the lines before it the experimental one (3.6 both). Asked
+/// of `binary --version` once per binary.
+fn progress_notify_flag(binary: &Path) -> &'static str {
+    static SEEN: Mutex<Vec<(PathBuf, &'static str)>> = Mutex::new(Vec::new());
+    let mut seen = SEEN.lock().unwrap_or_else(PoisonError::into_inner);
+    if let Some((_, flag)) = seen.iter().find(|(path, _)| path == binary) {
+        return flag;
+    }
+    let reported = Command::new(binary)
+        .arg("--version")
+        .stdin(Stdio::null())
+        .stderr(Stdio::null())
+        .output()
+        .map(|out| String::from_utf8_lossy(&out.stdout).into_owned())
+        .unwrap_or_default();
+    let flag = progress_notify_flag_of(&reported);
+    seen.push((binary.to_path_buf(), flag));
+    flag
+}
+
+/// [`progress_notify_flag`] from `etcd --version`'s output; the experimental flag when
+/// it names no version (every etcd before 3.7 knows it).
+fn progress_notify_flag_of(reported: &str) -> &'static str {
+    let release = reported
+        .lines()
+        .find_map(|line| line.strip_prefix("etcd Version: "))
+        .unwrap_or_default();
+    let mut numbers = release.trim().split('.').map(str::parse::<u32>);
+    match (numbers.next(), numbers.next()) {
+        (Some(Ok(major)), Some(Ok(minor))) if (major, minor) >= (3, 7) => {
+            "--watch-progress-notify-interval"
+        }
+        _ => "--experimental-watch-progress-notify-interval",
     }
 }
 
@@ -432,6 +466,27 @@ mod tests {
     use super::*;
 
     #[test]
+    fn the_progress_notify_flag_follows_the_etcd_line() {
+        let experimental = "--experimental-watch-progress-notify-interval";
+        let plain = "--watch-progress-notify-interval";
+        for (reported, flag) in [
+            (
+                "etcd Version: 3.4.23\nGit SHA: Not provided\n",
+                experimental,
+            ),
+            ("etcd Version: 3.5.35\n", experimental),
+            ("etcd Version: 3.6.16\n", experimental),
+            ("etcd Version: 3.7.3\nGo Version: go1.26.8\n", plain),
+            ("etcd Version: 3.10.0\n", plain),
+            ("etcd Version: 4.0.0\n", plain),
+            ("", experimental),
+            ("not etcd\n", experimental),
+        ] {
+            assert_eq!(progress_notify_flag_of(reported), flag, "{reported:?}");
+        }
+    }
+
+    #[test]
     fn member_args_name_every_url_and_the_cluster() {
         let member = MemberSpec {
             name: "m1".into(),
@@ -444,8 +499,14 @@ mod tests {
             extra_args: vec!["--snapshot-count=5".into()],
             ..EtcdOptions::default()
         };
+        // A binary whose version cannot be read gets the flags of etcd before 3.7.
         let args: Vec<String> = member
-            .args(&member.initial_cluster_entry(), "tok", &options)
+            .args(
+                Path::new("/nonexistent/etcd"),
+                &member.initial_cluster_entry(),
+                "tok",
+                &options,
+            )
             .into_iter()
             .map(|a| a.to_string_lossy().into_owned())
             .collect();
