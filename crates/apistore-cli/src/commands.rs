@@ -1,7 +1,8 @@
 //! The dispatch: what `apistore` does with its parsed command line, once per process.
 //! It answers `completions` without etcd, refuses `encryption rewrite` without keys
 //! before connecting, connects, hands each command to the module that owns it, and
-//! writes `--metrics-out` at the end, even after Ctrl-C. Connecting is `connect.rs`'s,
+//! writes `--metrics-out` at the end, even after Ctrl-C; an online command's error gets
+//! the fix it names from `explain.rs`. Connecting is `connect.rs`'s,
 //! the read commands `read.rs`'s, the writes `write.rs`'s, the rewrite `rewrite.rs`'s.
 
 mod connect;

@@ -1,8 +1,8 @@
 //! The read commands, `get`, `keys`, `count`, `list` and `watch`: the options and
 //! selectors each builds, the raw and exact-revision reads, the list that goes past
-//! undecodable values, and the hints a failed or empty read adds (an encrypted value
-//! without `--encryption-config`, a resource kube's layout does not know). How results
-//! are printed is `output.rs`'s, `raw.rs`'s and `watch.rs`'s.
+//! undecodable values, and the warning an empty list of a resource kube's layout does
+//! not know adds. How results are printed is `output.rs`'s, `raw.rs`'s and `watch.rs`'s;
+//! the fix a failed read's error names, `explain.rs`'s.
 
 use std::path::Path;
 use std::time::Duration;
