@@ -93,7 +93,8 @@ fn in_namespace(
         None => Ok(format!("{prefix}/{namespace}/{rest}")),
         Some((named, _)) if named == namespace => Ok(key),
         Some((named, _)) => Err(CliError::Usage(format!(
-            "key {key:?} is in namespace {named:?} and -n says {namespace:?}: give the key              without its namespace, or drop -n"
+            "key {key:?} is in namespace {named:?} and -n says {namespace:?}: give the key \
+             without its namespace, or drop -n"
         ))),
     }
 }
