@@ -67,7 +67,9 @@ pub(crate) async fn explain(
     err: CliError,
 ) -> CliError {
     match err {
-        CliError::Storage(err) if err.is_internal() && doing != Doing::Other => {
+        CliError::Storage(err)
+            if err.is_internal() && doing != Doing::Other && is_unreadable(&err.to_string()) =>
+        {
             unreadable_value(api, global, doing, err).await
         }
         CliError::Storage(err) if err.is_expired() => {
@@ -187,10 +189,7 @@ async fn watch_ended(api: &ApiStore, status: Status) -> CliError {
             "{compacted}: watch from a later --rv, or without --rv (the current objects, \
              then their changes), or with --from-now"
         ))
-    } else if status.reason == "InternalError"
-        && (status.message.contains("unable to decode value")
-            || status.message.contains("unable to transform value"))
-    {
+    } else if status.reason == "InternalError" && is_unreadable(&status.message) {
         Some(
             "--skip-undecodable goes past values that cannot be decrypted or decoded, naming \
              each; `apistore delete KEY --force` removes one without reading it"
@@ -204,6 +203,13 @@ async fn watch_ended(api: &ApiStore, status: Status) -> CliError {
         Some(fix) => with_fix(ended, fix),
         None => ended,
     }
+}
+
+/// Whether an internal error is about a stored value that could not be decrypted or
+/// decoded (kube's words for those, which the store's errors keep), rather than etcd
+/// answering unexpectedly: only then do `--force` and `--skip-undecodable` apply.
+fn is_unreadable(message: &str) -> bool {
+    message.contains("unable to decode value") || message.contains("unable to transform value")
 }
 
 /// What etcd says of its compacted history, in words for an error.
@@ -224,5 +230,51 @@ fn with_fix(error: CliError, fix: String) -> CliError {
     CliError::WithFix {
         error: Box::new(error),
         fix,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::Parser;
+
+    use super::*;
+    use crate::args::Cli;
+
+    fn doing(args: &[&str]) -> Doing {
+        let cli = Cli::try_parse_from([&["apistore"], args].concat())
+            .unwrap_or_else(|err| panic!("{err}"));
+        Doing::of(&cli.command)
+    }
+
+    #[test]
+    fn the_fix_depends_on_what_the_command_was_doing() {
+        assert_eq!(doing(&["get", "cm/a"]), Doing::Get { exact: false });
+        assert_eq!(
+            doing(&["get", "cm/a", "--rv", "3", "--exact"]),
+            Doing::Get { exact: true }
+        );
+        assert_eq!(
+            doing(&["list", "cm", "--rv", "3"]),
+            Doing::List { at_revision: true }
+        );
+        assert_eq!(doing(&["watch", "cm"]), Doing::Watch);
+        assert_eq!(doing(&["delete", "cm/a"]), Doing::Delete);
+        // `delete --force` is the fix itself: nothing to add to its errors.
+        assert_eq!(doing(&["delete", "cm/a", "--force"]), Doing::Other);
+        assert_eq!(doing(&["keys"]), Doing::Other);
+    }
+
+    #[test]
+    fn only_values_that_cannot_be_read_get_the_unreadable_fixes() {
+        assert!(is_unreadable(
+            "unable to decode value: decode failed (key \"/k\")"
+        ));
+        assert!(is_unreadable(
+            "unable to transform value: no matching prefix found"
+        ));
+        // etcd answering unexpectedly is internal too, but --force would be wrong.
+        assert!(!is_unreadable(
+            "etcd event received with PrevKv=nil (key=\"/k\", modRevision=3, type=PUT)"
+        ));
     }
 }
