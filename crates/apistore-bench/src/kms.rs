@@ -64,7 +64,7 @@ impl Bench {
                 })?;
         let kms_config =
             EncryptionConfig::parse_with_kms(&kms_config(&server.endpoint()), &GrpcKmsConnector)?;
-        let aes_config = EncryptionConfig::parse(crate::ENCRYPTION_CONFIG)?;
+        let aes_config = EncryptionConfig::parse(&crate::aesgcm_config(crate::object::RESOURCE))?;
         let store = |config: &EncryptionConfig| {
             Backend::Store(Arc::new(
                 Etcd3Store::new(self.client.clone(), Self::store_config())

@@ -87,20 +87,24 @@ use crate::telemetry::{Tracing, traced_request_context};
 #[global_allocator]
 static ALLOCATOR: alloc::CountingAllocator = alloc::CountingAllocator;
 
-/// The encryption configuration of the AES-GCM arm: kube's `aesgcm` provider with one
-/// key, then identity to read plain data, as an operator would write it.
-const ENCRYPTION_CONFIG: &str = r#"
-apiVersion: apiserver.config.k8s.io/v1
+/// The encryption configuration the bench encrypts `resource` with: kube's `aesgcm`
+/// provider with one key, then identity to read plain data, as an operator would write
+/// it (the AES-GCM arm's for its objects, the offline section's for Secrets).
+fn aesgcm_config(resource: &str) -> String {
+    format!(
+        "apiVersion: apiserver.config.k8s.io/v1
 kind: EncryptionConfiguration
 resources:
-  - resources: [benchobjects]
+  - resources: [{resource}]
     providers:
       - aesgcm:
           keys:
             - name: key1
               secret: dGhpcyBpcyBhIDMyIGJ5dGUga2V5IGZvciBiZW5jaCE=
-      - identity: {}
-"#;
+      - identity: {{}}
+"
+    )
+}
 
 /// Where the report goes.
 #[derive(Debug)]
@@ -415,7 +419,7 @@ async fn run_workloads(bench: &Bench) -> Result<(Vec<Comparison>, Vec<String>)> 
         .collect();
     if !aes_ops.is_empty() {
         println!("aes: apistore with AES-GCM against apistore with identity");
-        let config = EncryptionConfig::parse(ENCRYPTION_CONFIG)?;
+        let config = EncryptionConfig::parse(&aesgcm_config(RESOURCE))?;
         let aes = Backend::Store(Arc::new(
             Etcd3Store::new(bench.client.clone(), Bench::store_config())
                 .with_transformer(config.transformer_for(RESOURCE)),

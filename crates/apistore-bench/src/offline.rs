@@ -46,19 +46,6 @@ const WRITERS: usize = 32;
 /// How many namespaces the objects spread over.
 const NAMESPACES: u64 = 20;
 
-const ENCRYPTION_CONFIG: &str = r#"
-apiVersion: apiserver.config.k8s.io/v1
-kind: EncryptionConfiguration
-resources:
-  - resources: [secrets]
-    providers:
-      - aesgcm:
-          keys:
-            - name: key1
-              secret: dGhpcyBpcyBhIDMyIGJ5dGUga2V5IGZvciBiZW5jaCE=
-      - identity: {}
-"#;
-
 /// Whether the section is selected (`--only offline` or no `--only`).
 pub(crate) fn selected(settings: &Settings) -> bool {
     settings.only.is_empty() || settings.only.iter().any(|o| o.starts_with("offline"))
@@ -270,7 +257,7 @@ fn secret(namespace: &str, name: &str) -> Value {
 /// ConfigMap, so that the file holds older revisions and tombstones too.
 async fn fill(client: &etcd_client::Client, objects: u64) -> Result<()> {
     let kp = KubeProtobuf::latest();
-    let secrets = EncryptionConfig::parse(ENCRYPTION_CONFIG)?;
+    let secrets = EncryptionConfig::parse(&crate::aesgcm_config("secrets"))?;
     let puts = futures::stream::iter(0..objects)
         .map(|i| {
             let mut client = client.clone();

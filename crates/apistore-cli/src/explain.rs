@@ -17,8 +17,10 @@ use crate::args::{Command, GlobalArgs};
 use crate::error::CliError;
 
 /// How long a hint may wait for etcd to say its compacted revision; without an answer
-/// the error is given without the revision.
-const COMPACTION_QUESTION: Duration = Duration::from_secs(2);
+/// the error is given without the revision. The question is asked only after etcd
+/// refused a compacted revision, when it answers at once: the limit is for a loaded or
+/// failing etcd, not a time the command usually spends.
+const COMPACTION_QUESTION: Duration = Duration::from_secs(10);
 
 /// What the failed command was doing, which decides the fix to name.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -467,6 +467,18 @@ pub struct EncryptionFile {
     path: PathBuf,
 }
 
+/// The `resources:` list of an EncryptionConfiguration that encrypts `secrets` with
+/// `aesgcm` and the given keys, the first writing: for [`EncryptionFile::new`].
+pub fn aesgcm_secrets(keys: &[(&str, &str)]) -> String {
+    let keys: String = keys
+        .iter()
+        .map(|(name, secret)| {
+            format!("            - name: {name}\n              secret: {secret}\n")
+        })
+        .collect();
+    format!("  - resources: [secrets]\n    providers:\n      - aesgcm:\n          keys:\n{keys}")
+}
+
 impl EncryptionFile {
     /// Writes `resources` (the YAML list under `resources:`) into a file.
     ///

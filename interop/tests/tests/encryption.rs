@@ -7,8 +7,8 @@
 
 use apistore::{GetOptions, RewriteOptions, Storage, rewrite_stale};
 use apistore_interop::{
-    EncryptionFile, Failure, Interop, Reference, ReferenceOptions, dynamic, event_summaries,
-    summary, to_json,
+    EncryptionFile, Failure, Interop, Reference, ReferenceOptions, aesgcm_secrets, dynamic,
+    event_summaries, summary, to_json,
 };
 use serde_json::{Value, json};
 
@@ -346,16 +346,6 @@ async fn every_provider_written_by_one_side_reads_on_the_other(media_type: &str)
     }
 }
 
-fn aesgcm(keys: &[(&str, &str)]) -> String {
-    let keys: String = keys
-        .iter()
-        .map(|(name, secret)| {
-            format!("            - name: {name}\n              secret: {secret}\n")
-        })
-        .collect();
-    format!("  - resources: [secrets]\n    providers:\n      - aesgcm:\n          keys:\n{keys}")
-}
-
 /// configmaps moving from aescbc to secretbox.
 fn cbc_to_secretbox(stage: u8) -> String {
     let cbc = format!(
@@ -473,9 +463,9 @@ async fn aesgcm_key_rotation_across_sides(media_type: &str) {
         "v1/Secret",
         secret,
         [
-            aesgcm(&[("key1", KEY1)]),
-            aesgcm(&[("key2", KEY2), ("key1", KEY1)]),
-            aesgcm(&[("key2", KEY2)]),
+            aesgcm_secrets(&[("key1", KEY1)]),
+            aesgcm_secrets(&[("key2", KEY2), ("key1", KEY1)]),
+            aesgcm_secrets(&[("key2", KEY2)]),
         ],
         b"k8s:enc:aesgcm:v1:key1:",
         b"k8s:enc:aesgcm:v1:key2:",

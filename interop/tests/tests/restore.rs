@@ -13,22 +13,13 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use apistore_interop::{
-    EncryptionFile, Interop, ReferenceOptions, per_media_type, reference_kube_version,
+    EncryptionFile, Interop, ReferenceOptions, aesgcm_secrets, per_media_type,
+    reference_kube_version,
 };
 use serde_json::{Value, json};
 
 const KEY1: &str = "c2VjcmV0IGlzIHNlY3VyZSwgaSB0aGluayBzbyB0b28=";
 const KEY2: &str = "dGhpcyBpcyBhbm90aGVyIDMyIGJ5dGUga2V5ISEhISE=";
-
-fn keys(names: &[(&str, &str)]) -> String {
-    let keys: String = names
-        .iter()
-        .map(|(name, secret)| {
-            format!("            - name: {name}\n              secret: {secret}\n")
-        })
-        .collect();
-    format!("  - resources: [secrets]\n    providers:\n      - aesgcm:\n          keys:\n{keys}")
-}
 
 /// The `apistore` command the workspace build made beside this test binary
 /// (`target/<profile>/apistore`; `cargo xtask interop` builds every test binary of the
@@ -58,7 +49,7 @@ fn without_resource_version(mut object: Value) -> Value {
 }
 
 async fn restored_objects_read_back_identical_through_kube(media_type: &str) {
-    let before_rotation = EncryptionFile::new(&keys(&[("key1", KEY1)]));
+    let before_rotation = EncryptionFile::new(&aesgcm_secrets(&[("key1", KEY1)]));
     let options = ReferenceOptions::new("secrets", "v1/Secret")
         .encrypted(before_rotation.path())
         .media_type(media_type);
@@ -90,7 +81,7 @@ async fn restored_objects_read_back_identical_through_kube(media_type: &str) {
         it.go.delete(&key, Value::Null).await.unwrap();
     }
     // The rotation: key2 writes, key1 still reads.
-    let rotated = EncryptionFile::new(&keys(&[("key2", KEY2), ("key1", KEY1)]));
+    let rotated = EncryptionFile::new(&aesgcm_secrets(&[("key2", KEY2), ("key1", KEY1)]));
     let out = Command::new(apistore_binary())
         .args(["--endpoints", &it.etcd.endpoint()])
         .args(["--kube-version", &reference_kube_version().to_string()])
