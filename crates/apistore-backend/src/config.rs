@@ -35,6 +35,15 @@ pub struct ResourceConfig {
     /// The kube version whose storage layer to behave as where kube versions differ
     /// (default the newest apistore knows).
     pub kube_version: KubeVersion,
+    /// kube-apiserver's `AllowUnsafeMalformedObjectDeletion` feature gate; `None` takes
+    /// the kube version's default (alpha and off in 1.32–1.36, on from 1.37). With it, a
+    /// list goes past values that cannot be decrypted or decoded and fails at its end
+    /// naming up to 100 of them ([`StorageError::StoreRead`]), and a watch that sees one
+    /// deleted ends with a `StoreReadError` event; without it, both fail at the first.
+    /// [`apistore_storage::DeleteOptions::expect_transform_or_decode_error`] is honoured
+    /// either way: kube ignores it with the gate off, but a caller that sets it asks
+    /// for it explicitly.
+    pub allow_unsafe_malformed_object_deletion: Option<bool>,
 }
 
 impl Default for ResourceConfig {
@@ -46,6 +55,7 @@ impl Default for ResourceConfig {
             watch_list: false,
             confine_keys: false,
             kube_version: KubeVersion::LATEST,
+            allow_unsafe_malformed_object_deletion: None,
         }
     }
 }
@@ -59,6 +69,21 @@ impl ResourceConfig {
             resource_prefix: format!("/{resource}"),
             ..Self::default()
         }
+    }
+
+    /// Whether kube's `AllowUnsafeMalformedObjectDeletion` behaviour is on: as set, else
+    /// the kube version's default (on from 1.37).
+    pub fn unsafe_malformed_object_deletion(&self) -> bool {
+        self.allow_unsafe_malformed_object_deletion
+            .unwrap_or(self.kube_version >= KubeVersion::V1_37)
+    }
+
+    /// The group-resource corrupt objects are reported for when
+    /// [`Self::unsafe_malformed_object_deletion`] is on, for
+    /// [`crate::ObjectLayers::set_unsafe_malformed_object_deletion`].
+    pub fn corrupt_object_reporting(&self) -> Option<Arc<str>> {
+        self.unsafe_malformed_object_deletion()
+            .then(|| Arc::from(self.group_resource.as_str()))
     }
 
     /// The key scope of a store with this config.

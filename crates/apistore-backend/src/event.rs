@@ -9,7 +9,8 @@
 //! that is here.
 
 use apistore_storage::{
-    ApiObject, INITIAL_EVENTS_END_ANNOTATION, Result, SelectionPredicate, StorageError, WatchEvent,
+    ApiObject, INITIAL_EVENTS_END_ANNOTATION, Result, SelectionPredicate, Status, StatusReason,
+    StorageError, WatchEvent,
 };
 use bytes::Bytes;
 
@@ -86,6 +87,26 @@ where
     T: ApiObject + Default + 'static,
     E: DecodeErrors,
 {
+    /// The error a watch ends with when the value of a deleted object cannot be read:
+    /// with kube's `AllowUnsafeMalformedObjectDeletion`, a 500 `StoreReadError` saying
+    /// so (the object was most likely deleted unread on purpose); otherwise `err`.
+    fn deleted_unreadable(&self, key: &str, err: StorageError) -> StorageError {
+        let Some(corrupt) = err.corrupt_object() else {
+            return err;
+        };
+        if self.unsafe_malformed_object_deletion().is_none() {
+            return err;
+        }
+        StorageError::Api {
+            key: key.to_owned(),
+            status: Box::new(Status::failure(
+                500,
+                StatusReason::StoreReadError,
+                format!("saw a DELETED event, but object data is corrupt - {corrupt}"),
+            )),
+        }
+    }
+
     /// Turns a raw change into what a watcher with `predicate` sees, or nothing when the
     /// predicate filters it out (kube-apiserver's `transform`).
     ///
@@ -109,8 +130,14 @@ where
         };
         let previous = match raw.prev_value {
             Some(prev) if !prev.is_empty() && (deleted || !accept_all) => {
-                let (data, _) = self.transform_from_storage(&raw.key, prev)?;
-                Some(self.decode_uncounted(&raw.key, &data, raw.rev)?)
+                let previous = self
+                    .transform_from_storage(&raw.key, prev)
+                    .and_then(|(data, _)| self.decode_uncounted(&raw.key, &data, raw.rev));
+                match previous {
+                    Ok(previous) => Some(previous),
+                    Err(err) if deleted => return Err(self.deleted_unreadable(&raw.key, err)),
+                    Err(err) => return Err(err),
+                }
             }
             _ => None,
         };

@@ -11,8 +11,8 @@
 use std::borrow::Cow;
 
 use apistore_storage::{
-    ApiObject, ListMeta, ListOptions, ObjectList, ResourceVersionMatch, Result, SelectionPredicate,
-    StorageError, Versioner,
+    ApiObject, CorruptListItem, ListMeta, ListOptions, MAX_CORRUPT_OBJECTS_IN_LIST, ObjectList,
+    ResourceVersionMatch, Result, SelectionPredicate, StorageError, StoreReadErrors, Versioner,
 };
 use apistore_versioning::{ApiObjectVersioner, continue_token};
 use bytes::Bytes;
@@ -158,6 +158,9 @@ pub struct ListPages<'p, T, K> {
     fetched: usize,
     evaluated: usize,
     returned: usize,
+    /// The corrupt objects met so far, when the store goes past them
+    /// ([`ObjectLayers::unsafe_malformed_object_deletion`]), and why it stopped early.
+    unreadable: Option<Box<StoreReadErrors>>,
 }
 
 impl<T, K> ListPages<'_, T, K> {
@@ -184,7 +187,54 @@ where
             fetched: 0,
             evaluated: 0,
             returned: 0,
+            unreadable: None,
         }
+    }
+
+    /// Whether the list stopped reading after corrupt objects: it is complete, and
+    /// [`Self::finish`] fails naming them.
+    fn stopped(&self) -> bool {
+        self.unreadable
+            .as_ref()
+            .is_some_and(|unreadable| unreadable.truncated || unreadable.aborted.is_some())
+    }
+
+    /// A value under `key` failed to read with `err`. When the store goes past corrupt
+    /// objects (kube's `AllowUnsafeMalformedObjectDeletion`), a corrupt one is kept to
+    /// name at the end, up to [`MAX_CORRUPT_OBJECTS_IN_LIST`]; otherwise the list fails
+    /// here, as before kube 1.37. Another error after corrupt objects stops the list;
+    /// [`Self::finish`] names both.
+    fn unreadable<E>(
+        &mut self,
+        layers: &ObjectLayers<T, E>,
+        key: &K,
+        err: StorageError,
+    ) -> Result<()> {
+        let Some(group_resource) = layers.unsafe_malformed_object_deletion() else {
+            return Err(err);
+        };
+        let corrupt = err.is_corrupt_object();
+        let unreadable = match (&mut self.unreadable, corrupt) {
+            (None, false) => return Err(err),
+            (Some(unreadable), false) => {
+                unreadable.aborted = Some(err.to_string());
+                return Ok(());
+            }
+            (unreadable, true) => unreadable.get_or_insert_with(|| {
+                Box::new(StoreReadErrors {
+                    group_resource: group_resource.to_string(),
+                    items: Vec::new(),
+                    truncated: false,
+                    aborted: None,
+                })
+            }),
+        };
+        unreadable.items.push(CorruptListItem {
+            key: key.text().into_owned(),
+            error: err,
+        });
+        unreadable.truncated = unreadable.items.len() >= MAX_CORRUPT_OBJECTS_IN_LIST;
+        Ok(())
     }
 
     fn paging(&self) -> bool {
@@ -225,18 +275,29 @@ where
         }
         let mut has_more = more;
         for (key, value, mod_revision) in kvs {
+            if self.stopped() {
+                return Ok(true);
+            }
             if paging && self.items.len() as i64 >= predicate.limit {
                 has_more = true;
                 break;
             }
-            let item = layers.decode_stored(&key.text(), value, mod_revision)?;
+            let item = match layers.decode_stored(&key.text(), value, mod_revision) {
+                Ok(item) => item,
+                Err(err) => {
+                    self.unreadable(layers, &key, err)?;
+                    // As kube, the next page starts after a corrupt object too.
+                    self.last_key = key;
+                    continue;
+                }
+            };
             if predicate.matches(&item) {
                 self.items.push(item);
             }
             self.evaluated += 1;
             self.last_key = key;
         }
-        if !has_more || !paging || self.items.len() as i64 >= predicate.limit {
+        if self.stopped() || !has_more || !paging || self.items.len() as i64 >= predicate.limit {
             self.has_more = has_more;
             self.last_count = count;
             return Ok(true);
@@ -256,6 +317,12 @@ where
         versioner: &ApiObjectVersioner,
     ) -> Result<ObjectList<T>> {
         self.returned = self.items.len();
+        if let Some(errors) = self.unreadable.take() {
+            return Err(StorageError::StoreRead {
+                key: key_prefix.to_owned(),
+                errors,
+            });
+        }
         let next = continue_token::prepare(
             &self.last_key,
             key_prefix,

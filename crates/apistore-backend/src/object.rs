@@ -17,7 +17,9 @@
 use std::fmt;
 use std::sync::Arc;
 
-use apistore_storage::{ApiObject, Codec, ResponseMeta, Result, StorageError, Versioner};
+use apistore_storage::{
+    ApiObject, Codec, CorruptObjectError, ResponseMeta, Result, StorageError, Versioner,
+};
 use apistore_value::Transformer;
 use apistore_versioning::ApiObjectVersioner;
 use bytes::Bytes;
@@ -40,6 +42,9 @@ pub struct ObjectLayers<T, E = ()> {
     transformer: Arc<dyn Transformer>,
     versioner: ApiObjectVersioner,
     decode_errors: E,
+    /// The group-resource, when kube's `AllowUnsafeMalformedObjectDeletion` is on: lists
+    /// name every corrupt object and a watch's delete of one is a store-read error.
+    corrupt_objects_reported_as: Option<Arc<str>>,
 }
 
 impl<T, E: Clone> Clone for ObjectLayers<T, E> {
@@ -49,6 +54,7 @@ impl<T, E: Clone> Clone for ObjectLayers<T, E> {
             transformer: Arc::clone(&self.transformer),
             versioner: self.versioner,
             decode_errors: self.decode_errors.clone(),
+            corrupt_objects_reported_as: self.corrupt_objects_reported_as.clone(),
         }
     }
 }
@@ -89,7 +95,21 @@ impl<T, E> ObjectLayers<T, E> {
             transformer,
             versioner: ApiObjectVersioner,
             decode_errors,
+            corrupt_objects_reported_as: None,
         }
+    }
+
+    /// Turns kube's `AllowUnsafeMalformedObjectDeletion` behaviour on for a store of
+    /// `group_resource` ([`crate::ResourceConfig::unsafe_malformed_object_deletion`]), or
+    /// off with `None`.
+    pub fn set_unsafe_malformed_object_deletion(&mut self, group_resource: Option<Arc<str>>) {
+        self.corrupt_objects_reported_as = group_resource;
+    }
+
+    /// The group-resource corrupt objects are reported for, when kube's
+    /// `AllowUnsafeMalformedObjectDeletion` behaviour is on.
+    pub fn unsafe_malformed_object_deletion(&self) -> Option<&Arc<str>> {
+        self.corrupt_objects_reported_as.as_ref()
     }
 
     /// The value transformer.
@@ -129,7 +149,7 @@ where
             Err(err) => Err(StorageError::internal(
                 key,
                 format!("unable to transform value: {err}"),
-                Box::new(err),
+                Box::new(CorruptObjectError::untransformable(Box::new(err))),
             )),
         }
     }
@@ -158,7 +178,11 @@ where
     /// counts decode errors of get, list and writes only.
     pub fn decode_uncounted(&self, key: &str, data: &[u8], rev: i64) -> Result<T> {
         let mut obj = self.codec.decode(data).map_err(|err| {
-            StorageError::internal(key, format!("unable to decode value: {err}"), Box::new(err))
+            StorageError::internal(
+                key,
+                format!("unable to decode value: {err}"),
+                Box::new(CorruptObjectError::undecodable(rev, Box::new(err))),
+            )
         })?;
         self.set_revision(&mut obj, rev);
         Ok(obj)

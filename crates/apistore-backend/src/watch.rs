@@ -158,12 +158,12 @@ pub enum Ending {
     /// The stream was dropped: nothing more to say.
     ConsumerGone,
     /// The watch failed: the consumer gets this error event last.
-    Failed(Status),
+    Failed(Box<Status>),
 }
 
 impl From<StorageError> for Ending {
     fn from(err: StorageError) -> Self {
-        Self::Failed(watch_error_status(&err))
+        Self::Failed(Box::new(watch_error_status(&err)))
     }
 }
 
@@ -194,7 +194,7 @@ pub fn watch_error_status(err: &StorageError) -> Status {
                     message,
                     ..StatusCause::default()
                 }],
-                retry_after_seconds: None,
+                ..StatusDetails::default()
             });
             status
         }
@@ -362,7 +362,7 @@ impl<T> Outgoing<T> {
     pub async fn end(&self, ending: Ending) {
         if let Ending::Failed(status) = ending {
             let _ = self
-                .send(Message::Ready(Box::new(WatchEvent::error(status))))
+                .send(Message::Ready(Box::new(WatchEvent::error(*status))))
                 .await;
         }
     }

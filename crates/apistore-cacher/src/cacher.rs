@@ -251,8 +251,8 @@ pub(crate) fn initializing(key: &str) -> StorageError {
     );
     status.reason = "TooManyRequests".to_owned();
     status.details = Some(apistore_storage::StatusDetails {
-        causes: Vec::new(),
         retry_after_seconds: Some(1),
+        ..Default::default()
     });
     StorageError::Api {
         key: key.to_owned(),

@@ -69,10 +69,25 @@ pub(crate) async fn explain(
     err: CliError,
 ) -> CliError {
     match err {
-        CliError::Storage(err)
-            if err.is_internal() && doing != Doing::Other && is_unreadable(&err.to_string()) =>
-        {
-            unreadable_value(api, global, doing, err).await
+        CliError::Storage(err) if err.is_corrupt_object() && doing != Doing::Other => {
+            let key = err.key().to_owned();
+            unreadable_value(api, global, doing, &key, err).await
+        }
+        // A list that named every value it could not read (kube 1.37): the fix for the
+        // first, and the others by key.
+        CliError::Storage(err) if err.store_read_errors().is_some() && doing != Doing::Other => {
+            let keys: Vec<String> = err
+                .store_read_errors()
+                .map(|errors| errors.keys().map(str::to_owned).collect())
+                .unwrap_or_default();
+            let first = keys.first().cloned().unwrap_or_default();
+            let others = others_named(api, global, &keys);
+            match unreadable_value(api, global, doing, &first, err).await {
+                CliError::WithFix { error, fix } if !others.is_empty() => {
+                    with_fix(*error, format!("{fix}; {others}"))
+                }
+                explained => explained,
+            }
         }
         CliError::Storage(err) if err.is_expired() => {
             let fix = match doing {
@@ -90,16 +105,36 @@ pub(crate) async fn explain(
     }
 }
 
-/// The fix for a value that could not be decrypted or decoded: read its bytes, and
-/// name the key it needs or the flag that goes past or removes it.
+/// The other unreadable values a list named, after the first, relative to the store
+/// prefix; empty when there are none.
+fn others_named(api: &ApiStore, global: &GlobalArgs, keys: &[String]) -> String {
+    let store = crate::commands::raw_store(api, global, None);
+    let others: Vec<&str> = keys
+        .iter()
+        .skip(1)
+        .map(|key| key.strip_prefix(store.path_prefix()).unwrap_or(key))
+        .collect();
+    if others.is_empty() {
+        return String::new();
+    }
+    format!(
+        "{} more cannot be read, the same way: {}",
+        others.len(),
+        others.join(", ")
+    )
+}
+
+/// The fix for a value that could not be decrypted or decoded (stored under `key`):
+/// read its bytes, and name the key it needs or the flag that goes past or removes it.
 async fn unreadable_value(
     api: &ApiStore,
     global: &GlobalArgs,
     doing: Doing,
+    key: &str,
     err: StorageError,
 ) -> CliError {
     let store = crate::commands::raw_store(api, global, None);
-    let Some(relative) = err.key().strip_prefix(store.path_prefix()) else {
+    let Some(relative) = key.strip_prefix(store.path_prefix()) else {
         return err.into();
     };
     let relative = relative.to_owned();
@@ -191,6 +226,13 @@ async fn watch_ended(api: &ApiStore, status: Status) -> CliError {
             "{compacted}: watch from a later --rv, or without --rv (the current objects, \
              then their changes), or with --from-now"
         ))
+    } else if status.reason == "StoreReadError" {
+        // kube 1.37: a value that could not be read was deleted (`delete --force`).
+        Some(
+            "an object whose value could not be read was deleted unread: watch again with \
+             --from-now, or from a later --rv"
+                .to_owned(),
+        )
     } else if status.reason == "InternalError" && is_unreadable(&status.message) {
         Some(
             "--skip-undecodable goes past values that cannot be decrypted or decoded, naming \
@@ -207,9 +249,12 @@ async fn watch_ended(api: &ApiStore, status: Status) -> CliError {
     }
 }
 
-/// Whether an internal error is about a stored value that could not be decrypted or
-/// decoded (kube's words for those, which the store's errors keep), rather than etcd
-/// answering unexpectedly: only then do `--force` and `--skip-undecodable` apply.
+/// Whether a watch's internal-error status is about a stored value that could not be
+/// decrypted or decoded (kube's words for those, which the store's errors keep), rather
+/// than etcd answering unexpectedly: only then do `--force` and `--skip-undecodable`
+/// apply. A watch ends with a status, not the store's error, so the words are what
+/// there is; reads and lists ask the error itself
+/// ([`StorageError::is_corrupt_object`]).
 fn is_unreadable(message: &str) -> bool {
     message.contains("unable to decode value") || message.contains("unable to transform value")
 }

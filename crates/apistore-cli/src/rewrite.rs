@@ -43,7 +43,7 @@ pub(crate) async fn rewrite(
     let (skipped, failed): (Vec<_>, Vec<_>) = summary
         .failed
         .iter()
-        .partition(|err| skip_undecodable && err.is_internal());
+        .partition(|err| skip_undecodable && err.is_corrupt_object());
     let store_prefix = api.store_config(resource).resource.prefix;
     for err in &skipped {
         let key = err.key().strip_prefix(store_prefix.as_str());

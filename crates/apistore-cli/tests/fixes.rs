@@ -47,11 +47,35 @@ async fn an_undecodable_value_names_the_flag_that_goes_past_or_removes_it() {
             removes,
         ],
     );
+    // kube 1.37 lists go past unreadable values and name them all at the end.
+    f.put_raw(
+        "configmaps/default/bad2",
+        b"\x00\x02 not one either".to_vec(),
+    )
+    .await;
     let list = error_line(&f, &["list", "configmaps"], 1);
     says_all(
         &list,
-        &["unable to decode value", "--skip-undecodable", removes],
+        &[
+            "StoreReadError: failed to read one or more configmaps from the storage",
+            "object not decodable",
+            "(and 1 more)",
+            "--skip-undecodable",
+            removes,
+            "1 more cannot be read, the same way: configmaps/default/bad2",
+        ],
     );
+    // kube 1.31 lists stop at the first, with the store's internal error.
+    let list = error_line(&f, &["--kube-version", "1.31", "list", "configmaps"], 1);
+    says_all(
+        &list,
+        &[
+            "InternalError: unable to decode value",
+            "--skip-undecodable",
+            removes,
+        ],
+    );
+    f.ok(&["delete", "configmaps/default/bad2", "--force"]);
     let delete = error_line(&f, &["delete", "configmaps/default/bad"], 1);
     says_all(&delete, &["unable to decode value", removes]);
     // The fixes named work.
@@ -72,12 +96,21 @@ async fn an_encrypted_value_names_the_key_it_needs_and_the_file_that_lacks_it() 
     // After a rotation that dropped the old key: which key, which file, what it has.
     let rotated = f.file("rotated.yaml", &encryption_config(&[("key2", KEY2)]));
     f.global = vec![OsString::from("--encryption-config"), rotated.into()];
-    for args in [&["get", "secrets/default/s1"][..], &["list", "secrets"][..]] {
+    for (args, error) in [
+        (
+            &["get", "secrets/default/s1"][..],
+            "InternalError: unable to transform value",
+        ),
+        (
+            &["list", "secrets"][..],
+            "StoreReadError: failed to read one or more secrets from the storage",
+        ),
+    ] {
         let line = error_line(&f, args, 1);
         says_all(
             &line,
             &[
-                "InternalError: unable to transform value",
+                error,
                 "secrets/default/s1 is encrypted with aesgcm:key1",
                 "rotated.yaml does not have for secrets (it has aesgcm:key2)",
                 "encryption rewrite secrets",

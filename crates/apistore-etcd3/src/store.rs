@@ -159,13 +159,29 @@ where
                 group_resource: Arc::clone(scope.group_resource_arc()),
             },
             client: Arc::new(client),
-            layers: ObjectLayers::new(codec, transformer, Instrumentation::default()),
+            layers: {
+                let mut layers = ObjectLayers::new(codec, transformer, Instrumentation::default());
+                layers.set_unsafe_malformed_object_deletion(
+                    config.resource.corrupt_object_reporting(),
+                );
+                layers
+            },
             scope,
             lease_manager: Arc::new(LeaseManager::new(config.lease)),
             update_timeout: config.update_timeout,
             kube_version: config.resource.kube_version,
             instrumentation: Instrumentation::default(),
         }
+    }
+
+    /// Turns kube's `AllowUnsafeMalformedObjectDeletion` behaviour on or off for this
+    /// store (builder style; the default follows the kube version, see
+    /// [`ResourceConfig::allow_unsafe_malformed_object_deletion`](apistore_backend::ResourceConfig::allow_unsafe_malformed_object_deletion)).
+    pub fn with_unsafe_malformed_object_deletion(mut self, enabled: bool) -> Self {
+        self.layers.set_unsafe_malformed_object_deletion(
+            enabled.then(|| Arc::clone(self.scope.group_resource_arc())),
+        );
+        self
     }
 
     /// Records kube-apiserver's storage metrics for this store (builder style).

@@ -5,3 +5,4 @@
 mod common;
 
 apistore_testing::store_conformance!(common::backend);
+apistore_testing::corrupt_object_conformance!(common::backend);

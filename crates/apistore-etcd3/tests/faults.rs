@@ -416,7 +416,7 @@ async fn killing_and_restarting_a_single_etcd_under_load_loses_no_acknowledged_w
     block_in_place(|| server.restart()).unwrap();
     let downtime = down_at.elapsed();
     let recovered = Instant::now();
-    tokio::time::sleep(Duration::from_secs(4)).await;
+    tokio::time::sleep(Duration::from_secs(6)).await;
     let reports = join_writers(&stop, writers).await;
 
     let summary = check_timings_and_summarise("single etcd killed and restarted", &reports);
@@ -425,13 +425,15 @@ async fn killing_and_restarting_a_single_etcd_under_load_loses_no_acknowledged_w
         failed > 0,
         "writes made while etcd was down must have failed"
     );
-    // Allow the first second after the restart for reconnecting.
-    let settled = recovered + Duration::from_secs(1);
+    // Allow three seconds after the restart for reconnecting: the client's reconnect
+    // backoff plus a loaded machine's scheduling (one second failed, rarely, at a load
+    // average of 16 on 2 cores).
+    let settled = recovered + Duration::from_secs(3);
     check_recovered("single etcd restarted", &reports, recovered, Duration::MAX);
     let after_settling = check_recovered("single etcd restarted", &reports, settled, Duration::MAX);
     assert!(
         after_settling.keys().all(|k| k == "acknowledged"),
-        "a second after etcd is back, no write may fail: {after_settling:?}"
+        "three seconds after etcd is back, no write may fail: {after_settling:?}"
     );
     let stored = read_back(&[server.endpoint()]).await;
     let keys = check_against_etcd(&reports, &stored);

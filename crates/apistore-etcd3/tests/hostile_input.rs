@@ -99,30 +99,62 @@ impl Fixture {
     }
 }
 
-/// The error is an internal error about `key`.
+/// The error of an operation on corrupt bytes under `key`; success fails the case.
+fn failure_of(
+    operation: &str,
+    key: &str,
+    result: Result<impl std::fmt::Debug, StorageError>,
+) -> Result<StorageError, TestCaseError> {
+    result.map_or_else(Ok, |value| {
+        Err(TestCaseError::fail(format!(
+            "{operation} {key}: succeeded on corrupt bytes: {value:?}"
+        )))
+    })
+}
+
+/// The error is an internal error about `key`, for a corrupt object.
 fn internal_about(
     operation: &str,
     key: &str,
     result: Result<impl std::fmt::Debug, StorageError>,
 ) -> Result<(), TestCaseError> {
-    match result {
-        Ok(value) => Err(TestCaseError::fail(format!(
-            "{operation} {key}: succeeded on corrupt bytes: {value:?}"
-        ))),
-        Err(err) => {
-            prop_assert_eq!(
-                err.kind(),
-                ErrorKind::Internal,
-                "{} {}: {}",
-                operation,
-                key,
-                err
-            );
-            prop_assert_eq!(err.key(), key, "{}: {}", operation, err);
-            prop_assert!(err.to_string().contains(key), "{}: {}", operation, err);
-            Ok(())
-        }
-    }
+    let err = failure_of(operation, key, result)?;
+    prop_assert_eq!(
+        err.kind(),
+        ErrorKind::Internal,
+        "{} {}: {}",
+        operation,
+        key,
+        err
+    );
+    prop_assert_eq!(err.key(), key, "{}: {}", operation, err);
+    prop_assert!(err.to_string().contains(key), "{}: {}", operation, err);
+    prop_assert!(err.is_corrupt_object(), "{}: {}", operation, err);
+    Ok(())
+}
+
+/// The error is a list's store-read error (kube 1.37's default) naming `key` alone.
+fn store_read_about(
+    operation: &str,
+    key: &str,
+    result: Result<impl std::fmt::Debug, StorageError>,
+) -> Result<(), TestCaseError> {
+    let err = failure_of(operation, key, result)?;
+    prop_assert_eq!(
+        err.kind(),
+        ErrorKind::StoreRead,
+        "{} {}: {}",
+        operation,
+        key,
+        err
+    );
+    let keys: Vec<&str> = err
+        .store_read_errors()
+        .map(|errors| errors.keys().collect())
+        .unwrap_or_default();
+    prop_assert_eq!(keys, vec![key], "{}: {}", operation, err);
+    prop_assert_eq!(err.status().code, 500, "{}: {}", operation, err);
+    Ok(())
 }
 
 /// Puts `bytes` under a key of this case's own, then runs every read path of `store`.
@@ -173,8 +205,8 @@ async fn check(
         prop_assert!(list.is_ok(), "{:?}", list);
     } else {
         internal_about("get", &etcd_key, get)?;
-        internal_about("list", &etcd_key, list)?;
-        internal_about("paged list", &etcd_key, list_paged)?;
+        store_read_about("list", &etcd_key, list)?;
+        store_read_about("paged list", &etcd_key, list_paged)?;
 
         let calls = Arc::new(AtomicUsize::new(0));
         let seen = calls.clone();

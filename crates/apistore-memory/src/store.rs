@@ -94,7 +94,11 @@ where
     ) -> Self {
         Self {
             kv,
-            layers: ObjectLayers::new(codec, transformer, ()),
+            layers: {
+                let mut layers = ObjectLayers::new(codec, transformer, ());
+                layers.set_unsafe_malformed_object_deletion(config.corrupt_object_reporting());
+                layers
+            },
             scope: config.key_scope(),
             watch_list: config.watch_list,
             reads: Arc::new(AtomicU64::new(0)),
@@ -111,6 +115,16 @@ where
     /// Turns kube-apiserver's `WatchList` feature gate on or off (builder style).
     pub fn with_watch_list(mut self, enabled: bool) -> Self {
         self.watch_list = enabled;
+        self
+    }
+
+    /// Turns kube's `AllowUnsafeMalformedObjectDeletion` behaviour on or off for this
+    /// store (builder style; the default follows the kube version, see
+    /// [`ResourceConfig::allow_unsafe_malformed_object_deletion`](apistore_backend::ResourceConfig::allow_unsafe_malformed_object_deletion)).
+    pub fn with_unsafe_malformed_object_deletion(mut self, enabled: bool) -> Self {
+        self.layers.set_unsafe_malformed_object_deletion(
+            enabled.then(|| Arc::clone(self.scope.group_resource_arc())),
+        );
         self
     }
 

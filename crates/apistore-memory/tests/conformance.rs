@@ -6,6 +6,7 @@ mod common;
 use common::backend;
 
 apistore_testing::store_conformance!(backend);
+apistore_testing::corrupt_object_conformance!(backend);
 apistore_testing::list_conformance!(backend);
 apistore_testing::watch_conformance!(backend);
 apistore_testing::interface_conformance!(backend);

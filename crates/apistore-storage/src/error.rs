@@ -7,6 +7,7 @@
 
 use std::fmt;
 
+use crate::corrupt::{CorruptObjectError, StoreReadErrors};
 use crate::status::{Status, StatusCause, StatusReason};
 
 /// A boxed error from a lower layer (etcd client, codec, transformer).
@@ -53,6 +54,9 @@ pub enum ErrorKind {
     Api,
     /// Anything else: undecryptable or undecodable data, unexpected etcd answers.
     Internal,
+    /// A list met stored values that cannot be decrypted or decoded and names them all
+    /// (500 `StoreReadError`, kube 1.37's default).
+    StoreRead,
 }
 
 /// An error from a storage operation.
@@ -187,6 +191,15 @@ pub enum StorageError {
         #[source]
         source: Option<BoxError>,
     },
+    /// A list met values that cannot be decrypted or decoded, and went past them to name
+    /// them all (kube's `AllowUnsafeMalformedObjectDeletion`, on by default from 1.37).
+    #[error("{errors} (key {key:?})")]
+    StoreRead {
+        /// The key prefix of the list.
+        key: String,
+        /// The corrupt objects, in key order.
+        errors: Box<StoreReadErrors>,
+    },
 }
 
 impl StorageError {
@@ -208,6 +221,7 @@ impl StorageError {
             }
             Self::Api { .. } => ErrorKind::Api,
             Self::Internal { .. } => ErrorKind::Internal,
+            Self::StoreRead { .. } => ErrorKind::StoreRead,
         }
     }
 
@@ -227,7 +241,8 @@ impl StorageError {
             | Self::BadRequest { key, .. }
             | Self::ResourceVersionSetOnCreate { key }
             | Self::Api { key, .. }
-            | Self::Internal { key, .. } => key,
+            | Self::Internal { key, .. }
+            | Self::StoreRead { key, .. } => key,
         }
     }
 
@@ -289,6 +304,33 @@ impl StorageError {
         match self {
             Self::Api { status, .. } => status.code == 410,
             _ => self.kind() == ErrorKind::Expired,
+        }
+    }
+
+    /// The corrupt value behind this error: set when a read failed because a stored value
+    /// could not be decrypted or decoded (kube's `IsCorruptObject`), whatever the
+    /// message says.
+    pub fn corrupt_object(&self) -> Option<&CorruptObjectError> {
+        match self {
+            Self::Internal {
+                source: Some(source),
+                ..
+            } => source.downcast_ref::<CorruptObjectError>(),
+            _ => None,
+        }
+    }
+
+    /// Whether a stored value that cannot be decrypted or decoded caused this error
+    /// ([`Self::corrupt_object`]).
+    pub fn is_corrupt_object(&self) -> bool {
+        self.corrupt_object().is_some()
+    }
+
+    /// The corrupt objects a list named ([`ErrorKind::StoreRead`]).
+    pub fn store_read_errors(&self) -> Option<&StoreReadErrors> {
+        match self {
+            Self::StoreRead { errors, .. } => Some(errors),
+            _ => None,
         }
     }
 
@@ -369,6 +411,7 @@ impl StorageError {
                 StatusReason::InternalError,
                 format!("Internal error occurred: {message}"),
             ),
+            Self::StoreRead { errors, .. } => errors.status(),
         }
     }
 
@@ -423,7 +466,8 @@ impl StorageError {
             | Self::BadRequest { key, .. }
             | Self::ResourceVersionSetOnCreate { key }
             | Self::Api { key, .. }
-            | Self::Internal { key, .. } => *key = new_key,
+            | Self::Internal { key, .. }
+            | Self::StoreRead { key, .. } => *key = new_key,
         }
         self
     }

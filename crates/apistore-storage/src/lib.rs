@@ -25,6 +25,7 @@
 //!   the k8s-openapi version feature.
 
 mod codec;
+mod corrupt;
 mod error;
 mod group_resource;
 mod interface;
@@ -43,6 +44,10 @@ mod transformation;
 mod watch;
 
 pub use codec::{Codec, CodecError, JsonCodec};
+pub use corrupt::{
+    CorruptListItem, CorruptObjectError, CorruptReason, MAX_CORRUPT_OBJECTS_IN_LIST,
+    StoreReadErrors, TOO_MANY_CORRUPT_OBJECTS,
+};
 pub use error::{
     BoxError, CAUSE_RESOURCE_VERSION_TOO_LARGE, ErrorKind, RESOURCE_VERSION_SET_ON_CREATE, Result,
     StorageError,

@@ -25,6 +25,9 @@ pub enum StatusReason {
     Invalid,
     /// 500.
     InternalError,
+    /// 500 for stored data that could not be read back (kube 1.32+'s
+    /// `StatusReasonStoreReadError`: a list's corrupt objects, a watch's delete of one).
+    StoreReadError,
 }
 
 impl StatusReason {
@@ -40,6 +43,7 @@ impl StatusReason {
             Self::BadRequest => "BadRequest",
             Self::Invalid => "Invalid",
             Self::InternalError => "InternalError",
+            Self::StoreReadError => "StoreReadError",
         }
     }
 }
@@ -83,6 +87,15 @@ pub struct StatusListMeta {
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct StatusDetails {
+    /// The name of the object the failure is about (`list` for a list's).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub name: String,
+    /// Its API group.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub group: String,
+    /// Its kind (kube puts the resource here for a list's store-read failure).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub kind: String,
     /// The causes of the failure.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub causes: Vec<StatusCause>,

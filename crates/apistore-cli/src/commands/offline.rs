@@ -165,7 +165,7 @@ fn explain<T>(
 where
     T: apistore::ApiObject + Clone + Default + Send + Sync + 'static,
 {
-    if offline.encryption.is_some() || !err.is_internal() {
+    if offline.encryption.is_some() || !err.is_corrupt_object() {
         return err.into();
     }
     let stored = offline

@@ -227,6 +227,14 @@ impl Backend for Etcd3Backend {
         Some(self.store.clone().with_watch_list(true))
     }
 
+    fn store_with_unsafe_malformed_object_deletion(&self, enabled: bool) -> Option<Self::Store> {
+        Some(
+            self.store
+                .clone()
+                .with_unsafe_malformed_object_deletion(enabled),
+        )
+    }
+
     /// The reference's `failingTransformer`: every read fails.
     fn set_transformer_failing(&self, failing: bool) -> bool {
         self.transformer.set_failing(failing);

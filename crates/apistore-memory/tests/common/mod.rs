@@ -125,6 +125,14 @@ impl Backend for MemoryBackend {
         Some(self.store.clone().with_watch_list(true))
     }
 
+    fn store_with_unsafe_malformed_object_deletion(&self, enabled: bool) -> Option<Self::Store> {
+        Some(
+            self.store
+                .clone()
+                .with_unsafe_malformed_object_deletion(enabled),
+        )
+    }
+
     fn set_transformer_failing(&self, failing: bool) -> bool {
         self.transformer.set_failing(failing);
         true

@@ -62,6 +62,22 @@ macro_rules! store_conformance {
     };
 }
 
+/// Corrupt objects under kube's `AllowUnsafeMalformedObjectDeletion` (k8s.io/apiserver
+/// v0.37's cases, 3): lists naming every corrupt object, a list failing at the first
+/// without the gate, and a watch seeing an object deleted unread. The backend must
+/// make stores with the gate on and off
+/// ([`Backend::store_with_unsafe_malformed_object_deletion`](crate::suite::Backend::store_with_unsafe_malformed_object_deletion)).
+#[macro_export]
+macro_rules! corrupt_object_conformance {
+    ($backend:path) => {
+        $crate::conformance_cases!($backend;
+            run_test_get_list_with_error_aggregation => run_test_get_list_with_error_aggregation [Fresh],
+            run_test_get_list_without_error_aggregation => run_test_get_list_without_error_aggregation [Fresh],
+            run_test_watch_with_unsafe_delete => run_test_watch_with_unsafe_delete [Fresh],
+        );
+    };
+}
+
 /// The interface kube gained after v0.31.1 (k8s.io/apiserver v0.37's cases, 4):
 /// `GetCurrentResourceVersion`, `Stats` without and with size estimation, and
 /// `CompactRevision`. The last expects the store to see a compaction made by the

@@ -23,6 +23,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 pub mod cases;
+mod corrupt_objects;
 mod count;
 mod create;
 mod delete;
@@ -47,6 +48,7 @@ use std::sync::Arc;
 
 use apistore_storage::Storage;
 
+pub use corrupt_objects::*;
 pub use count::*;
 pub use create::*;
 pub use delete::*;
@@ -141,6 +143,15 @@ pub trait Backend: Send + Sync {
     /// kube-apiserver's `WatchList` feature gate on. By default there is none, and the
     /// watch-list cases ([`run_watch_semantics`] and friends) fail.
     fn watch_list_store(&self) -> Option<Self::Store> {
+        None
+    }
+
+    /// A store like [`Backend::store`] (same key space, prefix and transformer) with
+    /// kube's `AllowUnsafeMalformedObjectDeletion` gate set as given. By default there is
+    /// none, and the corrupt-object cases ([`run_test_get_list_with_error_aggregation`]
+    /// and friends) fail.
+    fn store_with_unsafe_malformed_object_deletion(&self, enabled: bool) -> Option<Self::Store> {
+        let _ = enabled;
         None
     }
 
