@@ -226,7 +226,7 @@ async fn watch_ended(api: &ApiStore, status: Status) -> CliError {
             "{compacted}: watch from a later --rv, or without --rv (the current objects, \
              then their changes), or with --from-now"
         ))
-    } else if status.reason == "StoreReadError" {
+    } else if status.reason == "StorageReadError" {
         // kube 1.37: a value that could not be read was deleted (`delete --force`).
         Some(
             "an object whose value could not be read was deleted unread: watch again with \

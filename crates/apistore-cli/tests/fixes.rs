@@ -57,7 +57,7 @@ async fn an_undecodable_value_names_the_flag_that_goes_past_or_removes_it() {
     says_all(
         &list,
         &[
-            "StoreReadError: failed to read one or more configmaps from the storage",
+            "StorageReadError: failed to read one or more configmaps from the storage",
             "object not decodable",
             "(and 1 more)",
             "--skip-undecodable",
@@ -103,7 +103,7 @@ async fn an_encrypted_value_names_the_key_it_needs_and_the_file_that_lacks_it() 
         ),
         (
             &["list", "secrets"][..],
-            "StoreReadError: failed to read one or more secrets from the storage",
+            "StorageReadError: failed to read one or more secrets from the storage",
         ),
     ] {
         let line = error_line(&f, args, 1);

@@ -72,6 +72,17 @@ where
         Ok(page.kvs.into_iter().find_map(|kv| self.raw_entry(kv)))
     }
 
+    /// The object a read of `entry` (from [`Self::raw_get`] or [`Self::raw_entries`])
+    /// returns: its value decrypted and decoded, its mod revision as resourceVersion, as
+    /// [`Storage::get`](apistore_storage::Storage::get) would, but without reading etcd
+    /// again. A value that cannot be read is the get's error
+    /// ([`StorageError::is_corrupt_object`]).
+    pub fn decode_entry(&self, entry: &RawEntry) -> Result<T> {
+        let prepared = self.prepare_key(&entry.key)?;
+        self.layers
+            .decode_stored(&prepared, entry.value.clone(), entry.mod_revision)
+    }
+
     /// Deletes `key` without reading its value: for a value that cannot be decrypted or
     /// decoded. Deletes only if the key's mod revision is still `mod_revision`, so that
     /// a concurrent write is never lost (a 409 Conflict otherwise). Returns the revision

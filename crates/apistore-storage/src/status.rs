@@ -43,7 +43,7 @@ impl StatusReason {
             Self::BadRequest => "BadRequest",
             Self::Invalid => "Invalid",
             Self::InternalError => "InternalError",
-            Self::StoreReadError => "StoreReadError",
+            Self::StoreReadError => "StorageReadError",
         }
     }
 }

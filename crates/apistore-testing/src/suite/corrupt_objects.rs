@@ -80,7 +80,7 @@ pub async fn run_test_get_list_with_error_aggregation<B: Backend>(backend: &B) {
     let status = err.status();
     assert_eq!(
         (status.code, status.reason.as_str()),
-        (500, "StoreReadError")
+        (500, "StorageReadError")
     );
     let details = status.details.unwrap();
     assert_eq!(
@@ -211,7 +211,7 @@ pub async fn run_test_watch_with_unsafe_delete<B: Backend>(backend: &B) {
         WatchEvent::Error(status) => {
             assert_eq!(
                 (status.code, status.reason.as_str()),
-                (500, "StoreReadError")
+                (500, "StorageReadError")
             );
             assert!(
                 status
