@@ -65,6 +65,7 @@ mod consistency;
 mod dispatcher;
 mod event;
 mod index;
+mod interval;
 mod keys;
 mod metrics;
 mod reads;

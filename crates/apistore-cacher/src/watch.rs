@@ -103,7 +103,7 @@ impl<S: Storage> Shared<S> {
         });
         drop(state);
         Ok(Box::pin(CacheWatcher {
-            initial: interval.into_iter(),
+            initial: interval,
             initial_sent: 0,
             initial_done: false,
             resource_version,

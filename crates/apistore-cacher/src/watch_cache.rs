@@ -18,6 +18,7 @@ use tokio::time::Instant;
 
 use crate::event::{CacheEvent, EventKind, has_path_prefix};
 use crate::index::{CacheIndex, Indexes};
+use crate::interval::Interval;
 use crate::snapshots::Snapshots;
 use crate::window::{EVENT_FRESH_DURATION, EventWindow, PushOutcome};
 
@@ -66,14 +67,6 @@ impl<T> CacheState<T> {
             return Some(self.list_resource_version + 1);
         }
         self.window.oldest().map(|event| event.resource_version)
-    }
-
-    /// The objects under `prefix` (as a path prefix), in key order.
-    pub(crate) fn range<'a>(
-        &'a self,
-        prefix: &'a str,
-    ) -> impl Iterator<Item = (&'a Arc<str>, &'a Arc<T>)> + 'a {
-        range_from(&self.store, prefix, prefix)
     }
 
     /// Drops the snapshots the window no longer covers: a list exactly at a revision
@@ -410,34 +403,26 @@ impl<T: ApiObject> WatchCache<T> {
         self.read().snapshots.len()
     }
 
-    /// The events a watch from `resource_version` under `key` starts with (kube's
+    /// What a watch from `resource_version` under `key` starts with (kube's
     /// `getAllEventsSinceLocked`), computed under the given read guard so that the
     /// caller can register its watcher before any later event is applied.
     ///
     /// `initial_state` asks for the current objects as ADDED events (resourceVersion 0
-    /// without `sendInitialEvents: false`, or `sendInitialEvents: true`); otherwise a
-    /// 0 means "from now".
+    /// without `sendInitialEvents: false`, or `sendInitialEvents: true`): a snapshot of
+    /// the store, cloned in O(1) and read after the lock is released (`interval.rs`);
+    /// otherwise a 0 means "from now".
     pub(crate) fn interval(
         state: &CacheState<T>,
         resource_version: u64,
         key: &str,
         initial_state: bool,
-    ) -> Result<Vec<Arc<CacheEvent<T>>>, IntervalError> {
+    ) -> Result<Interval<T>, IntervalError> {
         if initial_state {
-            let now = Instant::now();
-            return Ok(state
-                .range(key)
-                .map(|(key, object)| {
-                    Arc::new(CacheEvent {
-                        kind: EventKind::Added,
-                        key: Arc::clone(key),
-                        object: Arc::clone(object),
-                        prev_object: None,
-                        resource_version: state.resource_version,
-                        record_time: now,
-                    })
-                })
-                .collect());
+            return Ok(Interval::snapshot(
+                state.store.clone(),
+                key,
+                state.resource_version,
+            ));
         }
         let oldest = state
             .oldest_watchable()
@@ -453,7 +438,7 @@ impl<T: ApiObject> WatchCache<T> {
                 oldest: oldest - 1,
             });
         }
-        Ok(state.window.since(resource_version))
+        Ok(Interval::events(state.window.since(resource_version)))
     }
 
     /// kube's `suggestedWatchChannelSize` without indexes: about one second of the
