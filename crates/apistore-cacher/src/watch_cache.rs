@@ -341,14 +341,18 @@ impl<T: ApiObject> WatchCache<T> {
     /// The store is cloned under the lock (O(1)) and read after it is released, so a
     /// long list does not hold up the reflector.
     pub(crate) fn list(&self, prefix: &str) -> (Items<T>, u64) {
-        let (store, resource_version) = {
-            let state = self.read();
-            (state.store.clone(), state.resource_version)
-        };
+        let (store, resource_version) = self.latest();
         let items = range_from(&store, prefix, prefix)
             .map(|(key, object)| (Arc::clone(key), Arc::clone(object)))
             .collect();
         (items, resource_version)
+    }
+
+    /// The whole store as it is now (an O(1) clone, read after the lock is released)
+    /// and the revision it reflects.
+    pub(crate) fn latest(&self) -> (Objects<T>, u64) {
+        let state = self.read();
+        (state.store.clone(), state.resource_version)
     }
 
     /// Like [`Self::list`], but from the index `predicate` pins to one value, if any:

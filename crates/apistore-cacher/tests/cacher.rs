@@ -83,15 +83,18 @@ async fn test_get_list_cache_bypass() {
         .unwrap()
         .metadata
         .continue_token;
+    let latest_token =
+        apistore_versioning::continue_token::encode("/pods/ns/pod-0", -1, "/pods/ns/").unwrap();
     // Options, bypass at 1.31, bypass at 1.37.
     let common = [
         (list_options("0", Unset, 0, ""), false, false),
         (list_options("1", Unset, 0, ""), false, false),
         (list_options("", Unset, 0, &token), true, false),
         (list_options("", Unset, 100, &token), true, false),
-        // kube 1.37 answers these from the cache whole (it ignores the limit at "0");
-        // the backend keeps etcd's page.
-        (list_options("0", Unset, 0, &token), true, true),
+        // kube 1.34+ answers these from the snapshot of the token's revision, whole
+        // (it ignores the limit at "0").
+        (list_options("0", Unset, 0, &token), true, false),
+        (list_options("0", Unset, 100, &token), true, false),
         // A bad request: the backend words it.
         (list_options("1", Unset, 0, &token), true, true),
         (list_options("0", Unset, 500, ""), false, false),
@@ -121,6 +124,16 @@ async fn test_get_list_cache_bypass() {
             cases.push((list_options(&cache_rv, Unset, 100, ""), !snapshots));
             cases.push((list_options(&cache_rv, Exact, 0, ""), !snapshots));
             cases.push((list_options(&cache_rv, Exact, 100, ""), !snapshots));
+            // A token of revision -1 (after a compaction): kube 1.34+ answers it as a
+            // consistent read, from the cache when consistent reads may come from it.
+            cases.push((
+                list_options("", Unset, 1, &latest_token),
+                !(snapshots && consistent),
+            ));
+            cases.push((
+                list_options("0", Unset, 1, &latest_token),
+                !(snapshots && consistent),
+            ));
             cases.push((list_options("", Unset, 0, ""), !consistent));
             cases.push((list_options("", Unset, 500, ""), !consistent));
             for (options, expect_bypass) in cases {
