@@ -71,6 +71,7 @@ mod metrics;
 mod reads;
 mod ready;
 mod reflector;
+mod resource_metrics;
 mod snapshots;
 mod watch;
 mod watch_cache;

@@ -66,7 +66,7 @@ impl<S: Storage> Shared<S> {
         ) else {
             return self.storage.get(key, options).await;
         };
-        self.cache.wait_until_fresh(resource_version, key).await?;
+        self.wait_for_cache(resource_version, key).await?;
         match self.cache.get(&canonical) {
             (Some(object), _) => Ok((*object).clone()),
             (None, _) if options.ignore_not_found => Ok(S::Object::default()),
@@ -132,16 +132,12 @@ impl<S: Storage> Shared<S> {
                 .await;
         }
         let (items, read_rv, index) = if consistent {
-            let current = self.current_revision().await?;
-            if let Err(err) = self.wait_with_progress_requests(current, key).await {
-                if err.is_too_large_resource_version() {
-                    return self.storage.list(key, options).await;
-                }
-                return Err(err);
+            if let Some(answer) = self.reach_current_revision(key, options).await {
+                return answer;
             }
             self.items(key_for_cache, &prefix, options)
         } else {
-            self.cache.wait_until_fresh(resource_version, key).await?;
+            self.wait_for_cache(resource_version, key).await?;
             self.items(key_for_cache, &prefix, options)
         };
         let items = items.iter().map(|(key, object)| (key, object));
@@ -191,12 +187,8 @@ impl<S: Storage> Shared<S> {
         start: &str,
         options: &ListOptions,
     ) -> Result<ObjectList<S::Object>> {
-        let current = self.current_revision().await?;
-        if let Err(err) = self.wait_with_progress_requests(current, key).await {
-            if err.is_too_large_resource_version() {
-                return self.storage.list(key, options).await;
-            }
-            return Err(err);
+        if let Some(answer) = self.reach_current_revision(key, options).await {
+            return answer;
         }
         let (store, read_rv) = self.cache.latest();
         let items = range_from(&store, prefix, start);
@@ -252,6 +244,38 @@ impl<S: Storage> Shared<S> {
             .map(|object| vec![(Arc::from(key), object)])
             .unwrap_or_default();
         (items, read_rv, String::new())
+    }
+
+    /// The first step of a consistent read from the cache: the cache reaches the
+    /// backend's current revision, asking it for progress meanwhile. `None`: it did,
+    /// and the caller reads the cache (counted in
+    /// `apiserver_watch_cache_consistent_read_total` as a success without fallback).
+    /// Otherwise the answer: the backend's when the cache did not get there in time
+    /// (kube's fallback), or the error.
+    async fn reach_current_revision(
+        &self,
+        key: &str,
+        options: &ListOptions,
+    ) -> Option<Result<ObjectList<S::Object>>> {
+        let reached = match self.current_revision().await {
+            Ok(current) => self.wait_with_progress_requests(current, key).await,
+            Err(err) => Err(err),
+        };
+        match reached {
+            Ok(()) => {
+                self.metrics.record_consistent_read(true, false);
+                None
+            }
+            Err(err) if err.is_too_large_resource_version() => {
+                let answer = self.storage.list(key, options).await;
+                self.metrics.record_consistent_read(answer.is_ok(), true);
+                Some(answer)
+            }
+            Err(err) => {
+                self.metrics.record_consistent_read(false, false);
+                Some(Err(err))
+            }
+        }
     }
 
     /// One page of `items` (all under the list's key, in key order) as kube's
@@ -339,6 +363,19 @@ impl<S: Storage> Shared<S> {
             .parse_resource_version(&page.metadata.resource_version)
     }
 
+    /// Waits (at most [`BLOCK_TIMEOUT`]) for the cache to reach `resource_version`,
+    /// recording how long in `apiserver_watch_cache_read_wait_seconds` when it had to
+    /// wait at all (kube observes only then).
+    pub(crate) async fn wait_for_cache(&self, resource_version: u64, key: &str) -> Result<()> {
+        if !self.cache.not_fresh(resource_version) {
+            return Ok(());
+        }
+        let start = Instant::now();
+        let waited = self.cache.wait_until_fresh(resource_version, key).await;
+        self.metrics.record_read_wait(start.elapsed());
+        waited
+    }
+
     /// Waits for the cache to reach `resource_version`, asking the backend for
     /// progress meanwhile (kube's conditional progress requester): without changes
     /// to the resource, only a progress bookmark moves the cache forward.
@@ -347,7 +384,24 @@ impl<S: Storage> Shared<S> {
         resource_version: u64,
         key: &str,
     ) -> Result<()> {
-        let deadline = Instant::now() + BLOCK_TIMEOUT;
+        if !self.cache.not_fresh(resource_version) {
+            return Ok(());
+        }
+        let start = Instant::now();
+        let waited = self
+            .wait_with_progress_requests_from(start, resource_version, key)
+            .await;
+        self.metrics.record_read_wait(start.elapsed());
+        waited
+    }
+
+    async fn wait_with_progress_requests_from(
+        &self,
+        start: Instant,
+        resource_version: u64,
+        key: &str,
+    ) -> Result<()> {
+        let deadline = start + BLOCK_TIMEOUT;
         loop {
             if !self.cache.not_fresh(resource_version) {
                 return Ok(());

@@ -58,7 +58,7 @@ impl<S: Storage> Shared<S> {
             let waited = if self.settings.consistent_reads_from_cache {
                 self.wait_with_progress_requests(required, key).await
             } else {
-                self.cache.wait_until_fresh(required, key).await
+                self.wait_for_cache(required, key).await
             };
             if let Err(err) = waited {
                 return Ok(error_watcher(err));

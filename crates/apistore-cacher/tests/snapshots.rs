@@ -346,6 +346,7 @@ where
     let from_cache = version >= KubeVersion::V1_34;
     let before = lists_served_by_cache(&registry);
     let mut requests = 0.0;
+    let mut consistent_requests = 0.0;
     let keys = backend
         .list("/pods", &ListOptions::prefix())
         .await
@@ -370,6 +371,7 @@ where
                 walk = walk.labels("app=web").unwrap();
                 same_answer(&cacher, &backend, key, &walk, &what).await;
                 requests += 1.0;
+                consistent_requests += 2.0;
             }
         }
         // resourceVersion "0" with tokens of every revision of the history.
@@ -397,13 +399,21 @@ where
         }
     }
     let served = lists_served_by_cache(&registry) - before;
+    // The −1 continuations are consistent reads the cache took on, each counted once.
+    let consistent = counter(
+        &registry,
+        "apiserver_watch_cache_consistent_read_total",
+        &[("success", "true"), ("fallback", "false")],
+    );
     if from_cache {
         assert!(
             served >= requests,
             "kube {version}: {served} of {requests} lists from the cache"
         );
+        assert_eq!(consistent, consistent_requests, "kube {version}");
     } else {
         assert_eq!(served, 0.0, "kube {version}: every list from the backend");
+        assert_eq!(consistent, 0.0, "kube {version}");
     }
 }
 

@@ -60,7 +60,10 @@ impl ApiStoreBuilder {
     }
 
     /// Registers the watch cache's metrics (`apiserver_watch_cache_*`,
-    /// `apiserver_cache_list_*`, ...) into `registry`; once per registry.
+    /// `apiserver_cache_list_*`, ...) into `registry`, with the labels and families of
+    /// the kube version chosen so far ([`Self::kube_version`]: call that first; kube
+    /// 1.34+ label them `group` and `resource`, earlier kubes `resource`); once per
+    /// registry.
     ///
     /// # Errors
     ///
@@ -69,7 +72,10 @@ impl ApiStoreBuilder {
         mut self,
         registry: &prometheus::Registry,
     ) -> Result<Self, prometheus::Error> {
-        self.cache.metrics = Some(CacherMetrics::register(registry)?);
+        self.cache.metrics = Some(CacherMetrics::register_for(
+            registry,
+            self.recipe.kube_version,
+        )?);
         Ok(self)
     }
 }
