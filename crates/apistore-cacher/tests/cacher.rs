@@ -318,24 +318,21 @@ async fn test_dispatch_event_will_not_be_blocked_by_timed_out_watcher() {
     let mut blocked = cacher.watch("/pods/ns", &options).await.unwrap();
     let mut reader = cacher.watch("/pods/ns", &options).await.unwrap();
     let total = 150;
-    let writer = tokio::spawn({
-        let backend = backend.clone();
-        async move {
-            for i in 0..total {
-                create(&backend, Pod::new("ns", &format!("pod-{i}"))).await;
-                // Paced, so that the reader keeps up once the blocked watcher has used
-                // the time budget (the reference's test fakes an endless budget).
-                tokio::time::sleep(Duration::from_millis(2)).await;
-            }
-        }
-    });
-    for _ in 0..total {
+    // In lockstep: each write waits for the reader to receive the previous one, so the
+    // reader's buffer never fills and only the blocked watcher can use up the time
+    // budget (the reference's test fakes an endless budget). Were dispatching held up
+    // by the blocked watcher for good, the reader would stop receiving. Paced by time
+    // instead (2 ms a write, as this test was), the reader itself fell ten batches
+    // behind about once in 75 runs under load, after the blocked watcher had spent the
+    // budget, and was terminated as slow too ("the watch ended"; a 30-run soak
+    // reproduced it once).
+    for i in 0..total {
+        create(&backend, Pod::new("ns", &format!("pod-{i}"))).await;
         assert!(matches!(
             next_event(&mut reader).await,
             WatchEvent::Added(_)
         ));
     }
-    writer.await.unwrap();
     let mut received = 0;
     while let Ok(Some(_)) = tokio::time::timeout(Duration::from_secs(5), blocked.next()).await {
         received += 1;
