@@ -31,20 +31,22 @@ async fn caching_configmaps(
         .unwrap()
 }
 
+/// The stores of configmaps and secrets.
+async fn configmaps_and_secrets(
+    api: &ApiStore,
+) -> (ResourceStore<DynamicObject>, ResourceStore<DynamicObject>) {
+    let configmaps = api.resource_store("configmaps").await.unwrap();
+    let secrets = api.resource_store("secrets").await.unwrap();
+    (configmaps, secrets)
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn watch_cache_serves_the_named_resources_only() {
     let etcd = EtcdServer::start(EtcdOptions::default()).unwrap();
     let registry = apistore::prometheus::Registry::new();
     let api = caching_configmaps(&etcd, apistore::KubeVersion::LATEST, &registry).await;
 
-    let configmaps = api
-        .resource_store::<DynamicObject>("configmaps")
-        .await
-        .unwrap();
-    let secrets = api
-        .resource_store::<DynamicObject>("secrets")
-        .await
-        .unwrap();
+    let (configmaps, secrets) = configmaps_and_secrets(&api).await;
     assert!(configmaps.is_cached());
     assert!(!secrets.is_cached());
 
@@ -132,4 +134,44 @@ async fn exact_lists_come_from_the_cache_from_kube_1_34() {
             "kube {version}: served by the cache"
         );
     }
+}
+
+/// kube's `storage-readiness` post-start hook over the facade: with background
+/// initialization, `resource_store` hands out the cache without waiting for its first
+/// list, and `wait_for_watch_caches` waits for every cache made so far, naming none
+/// once all are ready; the caches then serve from memory.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn watch_caches_initialize_in_the_background_and_are_waited_for_together() {
+    let etcd = EtcdServer::start(EtcdOptions::default()).unwrap();
+    let registry = apistore::prometheus::Registry::new();
+    let api = ApiStore::builder()
+        .endpoints([etcd.endpoint()])
+        .watch_cache(["configmaps", "secrets"])
+        .watch_cache_metrics(&registry)
+        .unwrap()
+        .watch_cache_background_initialization(true)
+        .build()
+        .await
+        .unwrap();
+    // No cache made yet: nothing to wait for.
+    let none = api.wait_for_watch_caches(Duration::ZERO).await;
+    assert!(none.is_empty(), "{none:?}");
+
+    let (configmaps, secrets) = configmaps_and_secrets(&api).await;
+    assert!(configmaps.is_cached() && secrets.is_cached());
+    let not_ready = api
+        .wait_for_watch_caches(apistore::DEFAULT_STORAGE_INITIALIZATION_TIMEOUT)
+        .await;
+    assert!(not_ready.is_empty(), "{not_ready:?}");
+    let (ResourceStore::Cached(configmaps), ResourceStore::Cached(secrets)) =
+        (&configmaps, &secrets)
+    else {
+        panic!("both are cached");
+    };
+    assert!(configmaps.is_ready() && secrets.is_ready());
+    let at_zero = ListOptions::prefix().at("0", ResourceVersionMatch::Unset);
+    configmaps.list("configmaps", &at_zero).await.unwrap();
+    secrets.list("secrets", &at_zero).await.unwrap();
+    let served = apistore_testing::metrics::counter(&registry, "apiserver_cache_list_total", &[]);
+    assert_eq!(served, 2.0, "both lists came from the caches");
 }

@@ -17,6 +17,7 @@ use crate::consistency;
 use crate::dispatcher::Dispatcher;
 use crate::event::canonical_key;
 use crate::metrics::{CacherMetrics, ResourceMetrics};
+use crate::readiness::Readiness;
 use crate::ready::Ready;
 use crate::reflector;
 use crate::watch_cache::WatchCache;
@@ -167,6 +168,28 @@ impl<S: Storage> Cacher<S> {
                 source: None,
             })
         }
+    }
+
+    /// Waits until the cache is ready, for at most `timeout` (one cache's part of
+    /// kube's `storage-readiness` post-start hook; see [`Readiness`]).
+    ///
+    /// # Errors
+    ///
+    /// A timeout error about the resource when it is not ready by then (the cache
+    /// goes on initializing, answering 429 meanwhile); an internal error if the cacher
+    /// stopped instead.
+    pub async fn wait_ready(&self, timeout: std::time::Duration) -> Result<()> {
+        self.readiness().wait(timeout).await
+    }
+
+    /// A handle on the cache's readiness that does not keep the cacher alive: what a
+    /// server keeps for each cache it made, to wait for all of them before it reports
+    /// ready ([`wait_all_ready`](crate::wait_all_ready)).
+    pub fn readiness(&self) -> Readiness {
+        Readiness::new(
+            self.shared.settings.group_resource.clone(),
+            self.shared.ready.subscribe(),
+        )
     }
 
     /// The revision the cache reflects.

@@ -31,7 +31,10 @@
 //!
 //! Readiness follows `ready.go` (`ready.rs`): until the first list lands, and while it
 //! re-lists after losing its watch, gets and paged lists go to the backend and other
-//! lists and watches are refused with 429. Metrics use kube's names (`metrics.rs`).
+//! lists and watches are refused with 429. Nothing waits for it unless asked: a
+//! server waits for all its caches at once with [`Cacher::readiness`] and
+//! [`wait_all_ready`] (kube's `storage-readiness` post-start hook, `readiness.rs`).
+//! Metrics use kube's names (`metrics.rs`).
 //!
 //! Every list item and every event is a clone of the cached object. Cache
 //! [`Shared<T>`](apistore_storage::Shared) (an `Arc`, copy on write) and that clone is
@@ -65,11 +68,14 @@ mod consistency;
 mod dispatcher;
 mod event;
 mod index;
+mod interval;
 mod keys;
 mod metrics;
+mod readiness;
 mod reads;
 mod ready;
 mod reflector;
+mod resource_metrics;
 mod snapshots;
 mod watch;
 mod watch_cache;
@@ -83,6 +89,7 @@ pub use config::{
 pub use consistency::{ConsistencyCheck, DEFAULT_CONSISTENCY_CHECK_PERIOD};
 pub use index::CacheIndex;
 pub use metrics::CacherMetrics;
+pub use readiness::{DEFAULT_STORAGE_INITIALIZATION_TIMEOUT, Readiness, wait_all_ready};
 pub use watch_cache::{BLOCK_TIMEOUT, KeyFn};
 pub use window::{
     DEFAULT_LOWER_BOUND_CAPACITY, DEFAULT_UPPER_BOUND_CAPACITY, EVENT_FRESH_DURATION,

@@ -1,31 +1,101 @@
-//! The watch cache's metrics under kube-apiserver's names and labels
-//! (`pkg/storage/cacher/metrics/metrics.go`): events received and dispatched, window
-//! capacity and its changes, the cache's resourceVersion, initializations, watchers
-//! terminated for being slow, init events sent, the lists served from the cache, and
-//! (kube 1.34+) the consistency checks of the cache against the backend.
+//! The watch cache's metrics under kube-apiserver's names, labels and buckets
+//! (`pkg/storage/cacher/metrics/metrics.go`), as the kube version the metrics are
+//! registered for has them: events received and dispatched, window capacity and its
+//! changes, the cache's resourceVersion, initializations, watchers terminated for being
+//! slow, init events sent, the lists served from the cache, the time reads wait for the
+//! cache, consistent reads from the cache, and (kube 1.34+) the consistency checks of
+//! the cache against the backend.
 //!
-//! [`CacherMetrics::register`] puts them into a registry the application owns (no
+//! What changed between the versions (read at k8s.io/apiserver v0.31.1, v0.34.0,
+//! v0.36.0 and v0.37.0-beta.0):
+//!
+//! - kube 1.31–1.33 label every family with `resource` (the group-resource string,
+//!   `deployments.apps`), and the list families with `resource_prefix` (and `index`);
+//! - kube 1.34 labels all of them with `group` and `resource` (`apps`, `deployments`),
+//!   the list families too (with `index` where they had it);
+//! - kube 1.36 truncates `apiserver_watch_cache_resource_version` to its 15 least
+//!   significant digits (so a float64 holds it exactly) and says so in its help;
+//! - kube 1.37 adds `apiserver_watch_cache_initialization_errors_total` and
+//!   `apiserver_watch_cache_initialization_duration_seconds`, and deprecates the
+//!   `apiserver_cache_list_*` families (their help starts "(Deprecated since 1.37.0)").
+//!
+//! [`CacherMetrics::register_for`] puts them into a registry the application owns (no
 //! global registry is touched); one registration serves every cacher of the process,
-//! each recording under its own resource.
+//! each recording under its own resource (`resource_metrics.rs`).
 
-use prometheus::{IntCounterVec, IntGaugeVec, Opts, Registry};
+use apistore_storage::KubeVersion;
+use prometheus::{HistogramOpts, HistogramVec, IntCounterVec, IntGaugeVec, Opts, Registry};
+
+pub(crate) use crate::resource_metrics::ResourceMetrics;
+
+/// `apiserver_watch_cache_read_wait_seconds`'s buckets (kube's).
+const READ_WAIT_BUCKETS: [f64; 13] = [
+    0.005, 0.025, 0.05, 0.1, 0.2, 0.4, 0.6, 0.8, 1.0, 1.25, 1.5, 2.0, 3.0,
+];
+
+/// `apiserver_watch_cache_initialization_duration_seconds`'s buckets (kube 1.37's).
+const INITIALIZATION_DURATION_BUCKETS: [f64; 12] = [
+    0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 180.0, 600.0,
+];
+
+/// How a family names the resource it is about.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Labels {
+    /// kube 1.31–1.33: `resource` is the group-resource string; the list families use
+    /// `resource_prefix`.
+    Resource,
+    /// kube 1.34+: `group` and `resource`.
+    GroupResource,
+}
+
+impl Labels {
+    /// The labels naming the resource on most families.
+    pub(crate) fn resource(self) -> &'static [&'static str] {
+        match self {
+            Self::Resource => &["resource"],
+            Self::GroupResource => &["group", "resource"],
+        }
+    }
+
+    /// The labels naming the resource on the list families.
+    pub(crate) fn list(self) -> &'static [&'static str] {
+        match self {
+            Self::Resource => &["resource_prefix"],
+            Self::GroupResource => &["group", "resource"],
+        }
+    }
+
+    /// The resource's labels with `extra` after them.
+    fn with(names: &[&'static str], extra: &[&'static str]) -> Vec<&'static str> {
+        names.iter().chain(extra).copied().collect()
+    }
+}
 
 /// The cacher metrics, registered once and shared by every cacher (cheap to clone).
 #[derive(Debug, Clone)]
 pub struct CacherMetrics {
-    events_received: IntCounterVec,
-    events_dispatched: IntCounterVec,
-    capacity: IntGaugeVec,
-    capacity_increase: IntCounterVec,
-    capacity_decrease: IntCounterVec,
-    resource_version: IntGaugeVec,
-    initializations: IntCounterVec,
-    terminated_watchers: IntCounterVec,
-    init_events: IntCounterVec,
-    list_total: IntCounterVec,
-    list_fetched: IntCounterVec,
-    list_returned: IntCounterVec,
-    consistency_checks: IntCounterVec,
+    pub(crate) labels: Labels,
+    /// Whether `apiserver_watch_cache_resource_version` is truncated (kube 1.36+).
+    pub(crate) truncate_resource_version: bool,
+    pub(crate) events_received: IntCounterVec,
+    pub(crate) events_dispatched: IntCounterVec,
+    pub(crate) capacity: IntGaugeVec,
+    pub(crate) capacity_increase: IntCounterVec,
+    pub(crate) capacity_decrease: IntCounterVec,
+    pub(crate) resource_version: IntGaugeVec,
+    pub(crate) initializations: IntCounterVec,
+    /// kube 1.37+.
+    pub(crate) initialization_errors: Option<IntCounterVec>,
+    /// kube 1.37+.
+    pub(crate) initialization_duration: Option<HistogramVec>,
+    pub(crate) terminated_watchers: IntCounterVec,
+    pub(crate) init_events: IntCounterVec,
+    pub(crate) list_total: IntCounterVec,
+    pub(crate) list_fetched: IntCounterVec,
+    pub(crate) list_returned: IntCounterVec,
+    pub(crate) read_wait: HistogramVec,
+    pub(crate) consistent_reads: IntCounterVec,
+    pub(crate) consistency_checks: IntCounterVec,
 }
 
 fn counter(name: &str, help: &str, labels: &[&str]) -> prometheus::Result<IntCounterVec> {
@@ -36,41 +106,108 @@ fn gauge(name: &str, help: &str, labels: &[&str]) -> prometheus::Result<IntGauge
     IntGaugeVec::new(Opts::new(name, help), labels)
 }
 
+fn histogram(
+    name: &str,
+    help: &str,
+    buckets: &[f64],
+    labels: &[&str],
+) -> prometheus::Result<HistogramVec> {
+    HistogramVec::new(
+        HistogramOpts::new(name, help).buckets(buckets.to_vec()),
+        labels,
+    )
+}
+
 impl CacherMetrics {
-    /// Metrics that record but are not exposed anywhere (a cacher without a registry).
+    /// Metrics of the newest kube that record but are not exposed anywhere (a cacher
+    /// without a registry).
     pub fn unregistered() -> Self {
-        // Building collectors from constant, valid names and labels cannot fail.
-        #[allow(clippy::expect_used)]
-        Self::build().expect("the cacher metrics' names and labels are valid")
+        Self::unregistered_for(KubeVersion::LATEST)
     }
 
-    /// Builds the metrics and registers them into `registry`.
+    /// Metrics of kube `version` that record but are not exposed anywhere.
+    pub fn unregistered_for(version: KubeVersion) -> Self {
+        // Building collectors from constant, valid names and labels cannot fail.
+        #[allow(clippy::expect_used)]
+        Self::build(version).expect("the cacher metrics' names and labels are valid")
+    }
+
+    /// Builds the metrics as the newest kube has them and registers them into
+    /// `registry` (see [`Self::register_for`]).
     ///
     /// # Errors
     ///
     /// The registry's error when metrics of these names are already registered there
     /// (register once per process and share the result).
     pub fn register(registry: &Registry) -> prometheus::Result<Self> {
-        let metrics = Self::build()?;
-        registry.register(Box::new(metrics.events_received.clone()))?;
-        registry.register(Box::new(metrics.events_dispatched.clone()))?;
-        registry.register(Box::new(metrics.capacity.clone()))?;
-        registry.register(Box::new(metrics.capacity_increase.clone()))?;
-        registry.register(Box::new(metrics.capacity_decrease.clone()))?;
-        registry.register(Box::new(metrics.resource_version.clone()))?;
-        registry.register(Box::new(metrics.initializations.clone()))?;
-        registry.register(Box::new(metrics.terminated_watchers.clone()))?;
-        registry.register(Box::new(metrics.init_events.clone()))?;
-        registry.register(Box::new(metrics.list_total.clone()))?;
-        registry.register(Box::new(metrics.list_fetched.clone()))?;
-        registry.register(Box::new(metrics.list_returned.clone()))?;
-        registry.register(Box::new(metrics.consistency_checks.clone()))?;
+        Self::register_for(registry, KubeVersion::LATEST)
+    }
+
+    /// Builds the metrics as kube `version` has them (names, labels, help; see the
+    /// module docs) and registers them into `registry`.
+    ///
+    /// # Errors
+    ///
+    /// The registry's error when metrics of these names are already registered there
+    /// (register once per process and share the result).
+    pub fn register_for(registry: &Registry, version: KubeVersion) -> prometheus::Result<Self> {
+        let metrics = Self::build(version)?;
+        let mut collectors: Vec<Box<dyn prometheus::core::Collector>> = vec![
+            Box::new(metrics.events_received.clone()),
+            Box::new(metrics.events_dispatched.clone()),
+            Box::new(metrics.capacity.clone()),
+            Box::new(metrics.capacity_increase.clone()),
+            Box::new(metrics.capacity_decrease.clone()),
+            Box::new(metrics.resource_version.clone()),
+            Box::new(metrics.initializations.clone()),
+            Box::new(metrics.terminated_watchers.clone()),
+            Box::new(metrics.init_events.clone()),
+            Box::new(metrics.list_total.clone()),
+            Box::new(metrics.list_fetched.clone()),
+            Box::new(metrics.list_returned.clone()),
+            Box::new(metrics.read_wait.clone()),
+            Box::new(metrics.consistent_reads.clone()),
+            Box::new(metrics.consistency_checks.clone()),
+        ];
+        if let Some(errors) = &metrics.initialization_errors {
+            collectors.push(Box::new(errors.clone()));
+        }
+        if let Some(duration) = &metrics.initialization_duration {
+            collectors.push(Box::new(duration.clone()));
+        }
+        for collector in collectors {
+            registry.register(collector)?;
+        }
         Ok(metrics)
     }
 
-    fn build() -> prometheus::Result<Self> {
-        let resource = &["resource"];
+    fn build(version: KubeVersion) -> prometheus::Result<Self> {
+        let labels = if version >= KubeVersion::V1_34 {
+            Labels::GroupResource
+        } else {
+            Labels::Resource
+        };
+        let since_1_37 = version >= KubeVersion::V1_37;
+        let resource = labels.resource();
+        let list = labels.list();
+        // kube 1.37 deprecates the cache's own list families (the shared
+        // `apiserver_storage_list_*` with `storage="watchcache"` replace them there).
+        let list_help = |help: &str| {
+            if since_1_37 {
+                format!("(Deprecated since 1.37.0) {help}")
+            } else {
+                help.to_owned()
+            }
+        };
+        let truncate_resource_version = version >= KubeVersion::V1_36;
+        let resource_version_help = if truncate_resource_version {
+            "Current resource version of watch cache broken by resource type. This is truncated to the 15 least significant digits."
+        } else {
+            "Current resource version of watch cache broken by resource type."
+        };
         Ok(Self {
+            labels,
+            truncate_resource_version,
             events_received: counter(
                 "apiserver_watch_cache_events_received_total",
                 "Counter of events received in watch cache broken by resource type.",
@@ -98,7 +235,7 @@ impl CacherMetrics {
             )?,
             resource_version: gauge(
                 "apiserver_watch_cache_resource_version",
-                "Current resource version of watch cache broken by resource type.",
+                resource_version_help,
                 resource,
             )?,
             initializations: counter(
@@ -106,6 +243,25 @@ impl CacherMetrics {
                 "Counter of watch cache initializations broken by resource type.",
                 resource,
             )?,
+            initialization_errors: since_1_37
+                .then(|| {
+                    counter(
+                        "apiserver_watch_cache_initialization_errors_total",
+                        "Counter of watch cache initialization errors broken by resource type.",
+                        resource,
+                    )
+                })
+                .transpose()?,
+            initialization_duration: since_1_37
+                .then(|| {
+                    histogram(
+                        "apiserver_watch_cache_initialization_duration_seconds",
+                        "Histogram of watch cache initialization duration in seconds, broken by resource type.",
+                        &INITIALIZATION_DURATION_BUCKETS,
+                        resource,
+                    )
+                })
+                .transpose()?,
             terminated_watchers: counter(
                 "apiserver_terminated_watchers_total",
                 "Counter of watchers closed due to unresponsiveness broken by resource type.",
@@ -118,167 +274,46 @@ impl CacherMetrics {
             )?,
             list_total: counter(
                 "apiserver_cache_list_total",
-                "Number of LIST requests served from watch cache",
-                &["resource_prefix", "index"],
+                &list_help("Number of LIST requests served from watch cache"),
+                &Labels::with(list, &["index"]),
             )?,
             list_fetched: counter(
                 "apiserver_cache_list_fetched_objects_total",
-                "Number of objects read from watch cache in the course of serving a LIST request",
-                &["resource_prefix", "index"],
+                &list_help(
+                    "Number of objects read from watch cache in the course of serving a LIST request",
+                ),
+                &Labels::with(list, &["index"]),
             )?,
             list_returned: counter(
                 "apiserver_cache_list_returned_objects_total",
-                "Number of objects returned for a LIST request from watch cache",
-                &["resource_prefix"],
+                &list_help("Number of objects returned for a LIST request from watch cache"),
+                list,
             )?,
-            // kube 1.34+ labels it with group and resource; like the other series here
-            // it carries the group-resource string as `resource`.
+            read_wait: histogram(
+                "apiserver_watch_cache_read_wait_seconds",
+                "Histogram of time spent waiting for a watch cache to become fresh.",
+                &READ_WAIT_BUCKETS,
+                resource,
+            )?,
+            consistent_reads: counter(
+                "apiserver_watch_cache_consistent_read_total",
+                "Counter for consistent reads from cache.",
+                &Labels::with(resource, &["success", "fallback"]),
+            )?,
             consistency_checks: counter(
                 "apiserver_storage_consistency_checks_total",
                 "Counter for status of consistency checks between etcd and watch cache",
-                &["resource", "status"],
+                &Labels::with(resource, &["status"]),
             )?,
         })
     }
 
     /// The series of one resource, resolved once.
     pub(crate) fn for_resource(&self, resource: &str, resource_prefix: &str) -> ResourceMetrics {
-        let r = &[resource];
-        ResourceMetrics {
-            events_received: self.events_received.with_label_values(r),
-            events_dispatched: self.events_dispatched.with_label_values(r),
-            capacity: self.capacity.with_label_values(r),
-            capacity_increase: self.capacity_increase.with_label_values(r),
-            capacity_decrease: self.capacity_decrease.with_label_values(r),
-            resource_version: self.resource_version.with_label_values(r),
-            initializations: self.initializations.with_label_values(r),
-            terminated_watchers: self.terminated_watchers.with_label_values(r),
-            init_events: self.init_events.with_label_values(r),
-            list_total: self.list_total.with_label_values(&[resource_prefix, ""]),
-            list_fetched: self.list_fetched.with_label_values(&[resource_prefix, ""]),
-            indexed_lists: IndexedLists {
-                resource_prefix: resource_prefix.to_owned(),
-                total: self.list_total.clone(),
-                fetched: self.list_fetched.clone(),
-            },
-            list_returned: self.list_returned.with_label_values(&[resource_prefix]),
-            consistency_checks: ConsistencyChecks {
-                success: self
-                    .consistency_checks
-                    .with_label_values(&[resource, "success"]),
-                failure: self
-                    .consistency_checks
-                    .with_label_values(&[resource, "failure"]),
-                error: self
-                    .consistency_checks
-                    .with_label_values(&[resource, "error"]),
-            },
-        }
-    }
-}
-
-/// One resource's series.
-#[derive(Debug, Clone)]
-pub(crate) struct ResourceMetrics {
-    pub(crate) events_received: prometheus::IntCounter,
-    pub(crate) events_dispatched: prometheus::IntCounter,
-    pub(crate) capacity: prometheus::IntGauge,
-    pub(crate) capacity_increase: prometheus::IntCounter,
-    pub(crate) capacity_decrease: prometheus::IntCounter,
-    pub(crate) resource_version: prometheus::IntGauge,
-    pub(crate) initializations: prometheus::IntCounter,
-    pub(crate) terminated_watchers: prometheus::IntCounter,
-    pub(crate) init_events: prometheus::IntCounter,
-    list_total: prometheus::IntCounter,
-    list_fetched: prometheus::IntCounter,
-    list_returned: prometheus::IntCounter,
-    indexed_lists: IndexedLists,
-    pub(crate) consistency_checks: ConsistencyChecks,
-}
-
-/// `apiserver_storage_consistency_checks_total` of one resource, by status.
-#[derive(Debug, Clone)]
-pub(crate) struct ConsistencyChecks {
-    /// The cache and the backend agreed.
-    pub(crate) success: prometheus::IntCounter,
-    /// They did not.
-    pub(crate) failure: prometheus::IntCounter,
-    /// The check could not be made (cache not ready, backend unreachable, ...).
-    pub(crate) error: prometheus::IntCounter,
-}
-
-/// The list series of lists served from an index, labelled with its name.
-#[derive(Debug, Clone)]
-struct IndexedLists {
-    resource_prefix: String,
-    total: IntCounterVec,
-    fetched: IntCounterVec,
-}
-
-impl ResourceMetrics {
-    /// kube's `RecordListCacheMetrics`: `index` is the name of the index the list read
-    /// from (`f:spec.nodeName`, `l:app`), "" for none.
-    pub(crate) fn record_list(&self, fetched: usize, returned: usize, index: &str) {
-        if index.is_empty() {
-            self.list_total.inc();
-            self.list_fetched.inc_by(fetched as u64);
-        } else {
-            let labels = [self.indexed_lists.resource_prefix.as_str(), index];
-            self.indexed_lists.total.with_label_values(&labels).inc();
-            self.indexed_lists
-                .fetched
-                .with_label_values(&labels)
-                .inc_by(fetched as u64);
-        }
-        self.list_returned.inc_by(returned as u64);
-    }
-
-    /// kube's `RecordsWatchCacheCapacityChange`.
-    pub(crate) fn record_capacity_change(&self, old: usize, new: usize) {
-        self.capacity.set(new as i64);
-        if new > old {
-            self.capacity_increase.inc();
-        } else {
-            self.capacity_decrease.inc();
-        }
-    }
-
-    /// Saturating: a revision beyond `i64` does not fit a gauge anyway.
-    pub(crate) fn record_resource_version(&self, resource_version: u64) {
-        self.resource_version
-            .set(i64::try_from(resource_version).unwrap_or(i64::MAX));
+        ResourceMetrics::new(self, resource, resource_prefix)
     }
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn metrics_register_under_kube_names() {
-        let registry = Registry::new();
-        let metrics = CacherMetrics::register(&registry).unwrap();
-        let pods = metrics.for_resource("pods", "/pods");
-        pods.events_dispatched.inc();
-        pods.record_list(10, 4, "");
-        pods.record_capacity_change(100, 200);
-        pods.consistency_checks.success.inc();
-        let names: Vec<String> = registry
-            .gather()
-            .iter()
-            .map(|family| family.name().to_owned())
-            .collect();
-        for name in [
-            "apiserver_watch_cache_events_dispatched_total",
-            "watch_cache_capacity",
-            "apiserver_cache_list_total",
-            "apiserver_cache_list_fetched_objects_total",
-            "apiserver_cache_list_returned_objects_total",
-            "apiserver_storage_consistency_checks_total",
-        ] {
-            assert!(names.iter().any(|n| n == name), "{name} in {names:?}");
-        }
-        assert_eq!(pods.capacity.get(), 200);
-        assert!(CacherMetrics::register(&registry).is_err());
-    }
-}
+#[path = "metrics_tests.rs"]
+mod tests;

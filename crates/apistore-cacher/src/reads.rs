@@ -5,7 +5,10 @@
 //!   kube does); with one, it waits for the cache to reach it and reads the cache;
 //! - a list with a continue token reads the snapshot at the token's revision when
 //!   snapshots are on (kube 1.34+'s `ListFromCacheSnapshot`) and the cache still has
-//!   it; otherwise the backend, which accepts the tokens the cache hands out (they are
+//!   it (with resourceVersion "0", the whole rest of the list: the limit is ignored
+//!   there, kube's `computeListLimit`); a token of revision −1 is a consistent read
+//!   from the token's key, from the cache when consistent reads may come from it;
+//!   otherwise the backend, which accepts the tokens the cache hands out (they are
 //!   the etcd3 store's own);
 //! - a consistent list (resourceVersion "") reads the backend, unless the cacher may
 //!   ask it for progress: then it learns the backend's current revision, asks for a
@@ -35,6 +38,15 @@ use crate::cacher::{Shared, initializing};
 use crate::event::canonical_key;
 use crate::watch_cache::{BLOCK_TIMEOUT, Items, range_from};
 
+/// Where a continued list may be answered from the cache.
+enum Continuation {
+    /// From the snapshot of `revision`, from key `start` on.
+    AtRevision { start: String, revision: u64 },
+    /// From the newest state, from key `start` on, once the cache has reached the
+    /// backend's current revision.
+    Latest { start: String },
+}
+
 /// How often a consistent read that waits for the cache asks the backend for
 /// progress again (kube's `progressRequestsInterval` of its progress requester).
 const PROGRESS_REQUEST_INTERVAL: Duration = Duration::from_millis(100);
@@ -54,7 +66,7 @@ impl<S: Storage> Shared<S> {
         ) else {
             return self.storage.get(key, options).await;
         };
-        self.cache.wait_until_fresh(resource_version, key).await?;
+        self.wait_for_cache(resource_version, key).await?;
         match self.cache.get(&canonical) {
             (Some(object), _) => Ok((*object).clone()),
             (None, _) if options.ignore_not_found => Ok(S::Object::default()),
@@ -81,10 +93,13 @@ impl<S: Storage> Shared<S> {
         let key_for_cache = canonical.as_ref();
         let prefix = list_prefix(key_for_cache, options.recursive);
         if !predicate.continue_token.is_empty() {
-            return match self.snapshot_continuation(&prefix, options) {
-                Some((start, revision)) if self.ready.check() => {
+            return match self.continuation(&prefix, options) {
+                Some(Continuation::AtRevision { start, revision }) if self.ready.check() => {
                     self.list_from_snapshot(key, &prefix, Some(&start), revision, options)
                         .await
+                }
+                Some(Continuation::Latest { start }) if self.ready.check() => {
+                    self.list_latest_from(key, &prefix, &start, options).await
                 }
                 _ => self.storage.list(key, options).await,
             };
@@ -117,42 +132,67 @@ impl<S: Storage> Shared<S> {
                 .await;
         }
         let (items, read_rv, index) = if consistent {
-            let current = self.current_revision().await?;
-            if let Err(err) = self.wait_with_progress_requests(current, key).await {
-                if err.is_too_large_resource_version() {
-                    return self.storage.list(key, options).await;
-                }
-                return Err(err);
+            if let Some(answer) = self.reach_current_revision(key, options).await {
+                return answer;
             }
             self.items(key_for_cache, &prefix, options)
         } else {
-            self.cache.wait_until_fresh(resource_version, key).await?;
+            self.wait_for_cache(resource_version, key).await?;
             self.items(key_for_cache, &prefix, options)
         };
         let items = items.iter().map(|(key, object)| (key, object));
         self.page(key_for_cache, options, items, read_rv, &index)
     }
 
-    /// The start key and revision of a continued list that a snapshot may answer: a
-    /// recursive list with a valid token pinning a revision, without resourceVersion
-    /// or match (kube's `ShouldDelegateContinue`). `None` sends it to the backend: with
-    /// snapshots off; with resourceVersion "0", which kube answers from the cache
-    /// whole (its `computeListLimit` ignores the limit at "0") where etcd answers one
-    /// page, so the backend keeps etcd's answer; with a token of revision −1 (a list
-    /// continued after compaction, at the latest revision); and with a bad token or
-    /// resourceVersion, whose error the backend words.
-    fn snapshot_continuation(&self, prefix: &str, options: &ListOptions) -> Option<(String, u64)> {
-        if !self.settings.list_from_cache_snapshot
+    /// Where a continued list may be answered from the cache (kube 1.34+'s
+    /// `ShouldDelegateContinue` with `ListFromCacheSnapshot`): a recursive list with a
+    /// valid token, resourceVersion "" or "0" and no match, while snapshots are taken.
+    /// A token pinning a revision reads the snapshot of that revision; a token of
+    /// revision −1 (issued with a 410 after the pinned revision was compacted) is a
+    /// consistent read from the token's key on, which the cache answers only when
+    /// consistent reads may come from it. `None` sends the list to the backend: kube
+    /// 1.31–1.33 (snapshots off), a cache found inconsistent, a token of revision 0,
+    /// and a bad token or resourceVersion, whose error the backend words.
+    fn continuation(&self, prefix: &str, options: &ListOptions) -> Option<Continuation> {
+        let rv = options.resource_version.as_str();
+        if !self.cache.snapshots_enabled()
             || !options.recursive
-            || !options.resource_version.is_empty()
+            || !(rv.is_empty() || rv == "0")
             || options.resource_version_match != ResourceVersionMatch::Unset
         {
             return None;
         }
         let (start, revision) =
             continue_token::decode(&options.predicate.continue_token, prefix).ok()?;
-        let revision = u64::try_from(revision).ok().filter(|rev| *rev > 0)?;
-        Some((start, revision))
+        match u64::try_from(revision) {
+            Ok(0) => None,
+            Ok(revision) => Some(Continuation::AtRevision { start, revision }),
+            Err(_) => self
+                .settings
+                .consistent_reads_from_cache
+                .then_some(Continuation::Latest { start }),
+        }
+    }
+
+    /// A continued list at the latest revision, from `start` on (kube's
+    /// `waitAndListConsistent` with a continue key): the cache first reaches the
+    /// backend's current revision, asking it for progress meanwhile, then its newest
+    /// state is cut as the etcd3 store cuts a list continued after a compaction (a
+    /// token of the revision read, the remaining item count). If the cache does not
+    /// get there in time the backend answers (kube's fallback for consistent reads).
+    async fn list_latest_from(
+        &self,
+        key: &str,
+        prefix: &str,
+        start: &str,
+        options: &ListOptions,
+    ) -> Result<ObjectList<S::Object>> {
+        if let Some(answer) = self.reach_current_revision(key, options).await {
+            return answer;
+        }
+        let (store, read_rv) = self.cache.latest();
+        let items = range_from(&store, prefix, start);
+        self.page(prefix, options, items, read_rv, "")
     }
 
     /// A list at exactly `revision` (an Exact list, or a continued one from `start`)
@@ -204,6 +244,38 @@ impl<S: Storage> Shared<S> {
             .map(|object| vec![(Arc::from(key), object)])
             .unwrap_or_default();
         (items, read_rv, String::new())
+    }
+
+    /// The first step of a consistent read from the cache: the cache reaches the
+    /// backend's current revision, asking it for progress meanwhile. `None`: it did,
+    /// and the caller reads the cache (counted in
+    /// `apiserver_watch_cache_consistent_read_total` as a success without fallback).
+    /// Otherwise the answer: the backend's when the cache did not get there in time
+    /// (kube's fallback), or the error.
+    async fn reach_current_revision(
+        &self,
+        key: &str,
+        options: &ListOptions,
+    ) -> Option<Result<ObjectList<S::Object>>> {
+        let reached = match self.current_revision().await {
+            Ok(current) => self.wait_with_progress_requests(current, key).await,
+            Err(err) => Err(err),
+        };
+        match reached {
+            Ok(()) => {
+                self.metrics.record_consistent_read(true, false);
+                None
+            }
+            Err(err) if err.is_too_large_resource_version() => {
+                let answer = self.storage.list(key, options).await;
+                self.metrics.record_consistent_read(answer.is_ok(), true);
+                Some(answer)
+            }
+            Err(err) => {
+                self.metrics.record_consistent_read(false, false);
+                Some(Err(err))
+            }
+        }
     }
 
     /// One page of `items` (all under the list's key, in key order) as kube's
@@ -291,6 +363,19 @@ impl<S: Storage> Shared<S> {
             .parse_resource_version(&page.metadata.resource_version)
     }
 
+    /// Waits (at most [`BLOCK_TIMEOUT`]) for the cache to reach `resource_version`,
+    /// recording how long in `apiserver_watch_cache_read_wait_seconds` when it had to
+    /// wait at all (kube observes only then).
+    pub(crate) async fn wait_for_cache(&self, resource_version: u64, key: &str) -> Result<()> {
+        if !self.cache.not_fresh(resource_version) {
+            return Ok(());
+        }
+        let start = Instant::now();
+        let waited = self.cache.wait_until_fresh(resource_version, key).await;
+        self.metrics.record_read_wait(start.elapsed());
+        waited
+    }
+
     /// Waits for the cache to reach `resource_version`, asking the backend for
     /// progress meanwhile (kube's conditional progress requester): without changes
     /// to the resource, only a progress bookmark moves the cache forward.
@@ -299,7 +384,24 @@ impl<S: Storage> Shared<S> {
         resource_version: u64,
         key: &str,
     ) -> Result<()> {
-        let deadline = Instant::now() + BLOCK_TIMEOUT;
+        if !self.cache.not_fresh(resource_version) {
+            return Ok(());
+        }
+        let start = Instant::now();
+        let waited = self
+            .wait_with_progress_requests_from(start, resource_version, key)
+            .await;
+        self.metrics.record_read_wait(start.elapsed());
+        waited
+    }
+
+    async fn wait_with_progress_requests_from(
+        &self,
+        start: Instant,
+        resource_version: u64,
+        key: &str,
+    ) -> Result<()> {
+        let deadline = start + BLOCK_TIMEOUT;
         loop {
             if !self.cache.not_fresh(resource_version) {
                 return Ok(());

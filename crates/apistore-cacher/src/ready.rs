@@ -7,7 +7,7 @@
 use tokio::sync::watch;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-struct ReadyState {
+pub(crate) struct ReadyState {
     ready: bool,
     stopped: bool,
     generation: u64,
@@ -64,12 +64,26 @@ impl Ready {
 
     /// Waits until ready; `false` if the cacher stopped instead.
     pub(crate) async fn wait(&self) -> bool {
-        let mut state = self.state.subscribe();
-        match state.wait_for(|state| state.ready || state.stopped).await {
-            Ok(state) => state.ready,
-            Err(_) => false,
-        }
+        wait_ready(self.state.subscribe()).await
     }
+
+    /// A receiver of the state, which outlives the cacher (then it reads stopped).
+    pub(crate) fn subscribe(&self) -> watch::Receiver<ReadyState> {
+        self.state.subscribe()
+    }
+}
+
+/// Waits on `state` until ready; `false` if the cacher stopped (or went) instead.
+pub(crate) async fn wait_ready(mut state: watch::Receiver<ReadyState>) -> bool {
+    match state.wait_for(|state| state.ready || state.stopped).await {
+        Ok(state) => state.ready,
+        Err(_) => false,
+    }
+}
+
+/// Whether `state` reads ready now.
+pub(crate) fn is_ready(state: &watch::Receiver<ReadyState>) -> bool {
+    state.borrow().ready
 }
 
 #[cfg(test)]

@@ -36,6 +36,7 @@ pub(crate) async fn run<S: Storage + 'static>(shared: Arc<Shared<S>>) {
         shared.ready.set(false);
         shared.dispatcher.terminate_all();
         if let Err(err) = result {
+            shared.metrics.record_initialization_error();
             tracing::warn!(
                 resource = %shared.settings.group_resource,
                 error = %err,
@@ -59,6 +60,7 @@ async fn list_and_watch<S: Storage>(
     listed: &mut bool,
 ) -> Result<(), StorageError> {
     let prefix = shared.settings.resource_prefix.as_str();
+    let started = Instant::now();
     let (objects, list_rv) = list_all(shared).await?;
     // A fresh list is consistent with the backend by construction: snapshots start
     // again even if the consistency checker turned them off.
@@ -69,7 +71,7 @@ async fn list_and_watch<S: Storage>(
     *listed = true;
     // The metrics move before readiness does: whoever waited for the cache to be ready
     // must find the initialization already counted.
-    shared.metrics.initializations.inc();
+    shared.metrics.record_initialization(started.elapsed());
     shared.metrics.record_resource_version(list_rv);
     shared.metrics.capacity.set(shared.cache.capacity() as i64);
     shared.ready.set(true);

@@ -108,12 +108,13 @@ impl<T> Snapshots<T> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use std::sync::Arc;
 
     use super::{Objects, Snapshots};
 
-    fn store(keys: &[&str]) -> Objects<u32> {
+    /// A store holding `keys`, each object its key's position.
+    pub(crate) fn store(keys: &[&str]) -> Objects<u32> {
         keys.iter()
             .enumerate()
             .map(|(i, key)| (Arc::from(*key), Arc::new(i as u32)))

@@ -58,7 +58,7 @@ impl<S: Storage> Shared<S> {
             let waited = if self.settings.consistent_reads_from_cache {
                 self.wait_with_progress_requests(required, key).await
             } else {
-                self.cache.wait_until_fresh(required, key).await
+                self.wait_for_cache(required, key).await
             };
             if let Err(err) = waited {
                 return Ok(error_watcher(err));
@@ -103,7 +103,7 @@ impl<S: Storage> Shared<S> {
         });
         drop(state);
         Ok(Box::pin(CacheWatcher {
-            initial: interval.into_iter(),
+            initial: interval,
             initial_sent: 0,
             initial_done: false,
             resource_version,

@@ -18,6 +18,7 @@ use tokio::time::Instant;
 
 use crate::event::{CacheEvent, EventKind, has_path_prefix};
 use crate::index::{CacheIndex, Indexes};
+use crate::interval::Interval;
 use crate::snapshots::Snapshots;
 use crate::window::{EVENT_FRESH_DURATION, EventWindow, PushOutcome};
 
@@ -66,14 +67,6 @@ impl<T> CacheState<T> {
             return Some(self.list_resource_version + 1);
         }
         self.window.oldest().map(|event| event.resource_version)
-    }
-
-    /// The objects under `prefix` (as a path prefix), in key order.
-    pub(crate) fn range<'a>(
-        &'a self,
-        prefix: &'a str,
-    ) -> impl Iterator<Item = (&'a Arc<str>, &'a Arc<T>)> + 'a {
-        range_from(&self.store, prefix, prefix)
     }
 
     /// Drops the snapshots the window no longer covers: a list exactly at a revision
@@ -348,14 +341,18 @@ impl<T: ApiObject> WatchCache<T> {
     /// The store is cloned under the lock (O(1)) and read after it is released, so a
     /// long list does not hold up the reflector.
     pub(crate) fn list(&self, prefix: &str) -> (Items<T>, u64) {
-        let (store, resource_version) = {
-            let state = self.read();
-            (state.store.clone(), state.resource_version)
-        };
+        let (store, resource_version) = self.latest();
         let items = range_from(&store, prefix, prefix)
             .map(|(key, object)| (Arc::clone(key), Arc::clone(object)))
             .collect();
         (items, resource_version)
+    }
+
+    /// The whole store as it is now (an O(1) clone, read after the lock is released)
+    /// and the revision it reflects.
+    pub(crate) fn latest(&self) -> (Objects<T>, u64) {
+        let state = self.read();
+        (state.store.clone(), state.resource_version)
     }
 
     /// Like [`Self::list`], but from the index `predicate` pins to one value, if any:
@@ -410,34 +407,26 @@ impl<T: ApiObject> WatchCache<T> {
         self.read().snapshots.len()
     }
 
-    /// The events a watch from `resource_version` under `key` starts with (kube's
+    /// What a watch from `resource_version` under `key` starts with (kube's
     /// `getAllEventsSinceLocked`), computed under the given read guard so that the
     /// caller can register its watcher before any later event is applied.
     ///
     /// `initial_state` asks for the current objects as ADDED events (resourceVersion 0
-    /// without `sendInitialEvents: false`, or `sendInitialEvents: true`); otherwise a
-    /// 0 means "from now".
+    /// without `sendInitialEvents: false`, or `sendInitialEvents: true`): a snapshot of
+    /// the store, cloned in O(1) and read after the lock is released (`interval.rs`);
+    /// otherwise a 0 means "from now".
     pub(crate) fn interval(
         state: &CacheState<T>,
         resource_version: u64,
         key: &str,
         initial_state: bool,
-    ) -> Result<Vec<Arc<CacheEvent<T>>>, IntervalError> {
+    ) -> Result<Interval<T>, IntervalError> {
         if initial_state {
-            let now = Instant::now();
-            return Ok(state
-                .range(key)
-                .map(|(key, object)| {
-                    Arc::new(CacheEvent {
-                        kind: EventKind::Added,
-                        key: Arc::clone(key),
-                        object: Arc::clone(object),
-                        prev_object: None,
-                        resource_version: state.resource_version,
-                        record_time: now,
-                    })
-                })
-                .collect());
+            return Ok(Interval::snapshot(
+                state.store.clone(),
+                key,
+                state.resource_version,
+            ));
         }
         let oldest = state
             .oldest_watchable()
@@ -453,7 +442,7 @@ impl<T: ApiObject> WatchCache<T> {
                 oldest: oldest - 1,
             });
         }
-        Ok(state.window.since(resource_version))
+        Ok(Interval::events(state.window.since(resource_version)))
     }
 
     /// kube's `suggestedWatchChannelSize` without indexes: about one second of the

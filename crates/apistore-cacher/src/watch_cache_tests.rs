@@ -9,6 +9,7 @@ use tokio::time::Instant;
 
 use super::*;
 use crate::config::namespace_key_fn;
+use crate::interval::Initial;
 
 type Cache = WatchCache<DynamicObject>;
 
@@ -65,7 +66,15 @@ fn events_since(
     cache: &Cache,
     rv: u64,
 ) -> Result<Vec<Arc<CacheEvent<DynamicObject>>>, IntervalError> {
-    WatchCache::interval(&cache.read(), rv, "", false)
+    let mut interval = WatchCache::interval(&cache.read(), rv, "", false)?;
+    let mut events = Vec::new();
+    while let Some(item) = interval.next() {
+        match item {
+            Initial::Event(event) => events.push(event),
+            Initial::Object { .. } => panic!("a watch from a revision starts with events"),
+        }
+    }
+    Ok(events)
 }
 
 fn listed(cache: &Cache) -> Vec<(String, DynamicObject)> {

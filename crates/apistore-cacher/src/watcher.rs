@@ -1,6 +1,6 @@
 //! One watch served from the cache (kube's `cache_watcher.go`): first the events of
-//! its interval (the current objects, or the window's events after its
-//! resourceVersion), then what the dispatcher hands it, each turned into what this
+//! its interval (the current objects from a snapshot of the store, or the window's
+//! events after its resourceVersion; `interval.rs`), then what the dispatcher hands it, each turned into what this
 //! watcher should see.
 //!
 //! The turning is kube's `convertToWatchEvent`: an event is judged on the object
@@ -23,6 +23,7 @@ use tokio::sync::mpsc;
 
 use crate::dispatcher::{BOOKMARK_SENT, Batch, Dispatched, WatcherGuard};
 use crate::event::{CacheEvent, EventKind, has_path_prefix};
+use crate::interval::{Initial, Interval};
 use crate::metrics::ResourceMetrics;
 
 /// Which objects a watcher sees: those under its key that its predicate selects
@@ -63,7 +64,9 @@ pub(crate) fn convert<T: ApiObject + Clone>(
 
 /// A watch stream served from the cache.
 pub(crate) struct CacheWatcher<T> {
-    pub(crate) initial: std::vec::IntoIter<Arc<CacheEvent<T>>>,
+    /// The initial events, read as the watcher is polled (for the current state, from
+    /// a snapshot of the store taken when the watch was registered).
+    pub(crate) initial: Interval<T>,
     pub(crate) initial_sent: u64,
     pub(crate) initial_done: bool,
     /// The newest revision already covered; later deliveries of older events (the
@@ -97,9 +100,24 @@ impl<T: ApiObject + Clone + Default> Stream for CacheWatcher<T> {
     fn poll_next(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
         let this = self.get_mut();
         if !this.initial_done {
-            for event in this.initial.by_ref() {
-                this.resource_version = this.resource_version.max(event.resource_version);
-                if let Some(converted) = convert(&event, &this.filter) {
+            while let Some(item) = this.initial.next() {
+                let converted = match item {
+                    Initial::Event(event) => {
+                        this.resource_version = this.resource_version.max(event.resource_version);
+                        convert(&event, &this.filter)
+                    }
+                    Initial::Object {
+                        key,
+                        object,
+                        resource_version,
+                    } => {
+                        this.resource_version = this.resource_version.max(resource_version);
+                        this.filter
+                            .matches(&key, &*object)
+                            .then(|| WatchEvent::Added((*object).clone()))
+                    }
+                };
+                if let Some(converted) = converted {
                     this.initial_sent += 1;
                     return Poll::Ready(Some(converted));
                 }

@@ -319,3 +319,169 @@ async fn a_token_older_than_the_window_goes_to_the_backend() {
     );
     assert_eq!(lists_served_by_cache(&registry), before + 1.0);
 }
+
+/// A continue token of revision −1, as the backend issues with a 410 when the revision a
+/// walk was pinned to is compacted: "the rest of the list from after `last_key`, at the
+/// latest revision".
+fn latest_token(last_key: &str, key: &str) -> String {
+    let prefix = format!("{}/", key.trim_end_matches('/'));
+    apistore_versioning::continue_token::encode(last_key, -1, &prefix).unwrap()
+}
+
+/// kube 1.34+'s `ShouldDelegateContinue` for what v0.31.1 always delegated, against the
+/// backend: (1) a token of revision −1 is a consistent read from its key, answered by
+/// the cache (when consistent reads may come from it) with what the backend answers:
+/// items, resourceVersion, a continue token at that revision and the remaining item
+/// count; (2) a token with resourceVersion "0" is answered from the snapshot of the
+/// token's revision, whole: the limit is ignored at "0" (`computeListLimit`), so the
+/// items are those of the backend's pages from the same token, concatenated, and no
+/// token follows. At kube 1.31 both reach the backend, whose answers they are.
+async fn compare_continuations<S>(backend: S, version: KubeVersion)
+where
+    S: Storage<Object = Pod> + Clone + 'static,
+{
+    let mut config = CacherConfig::new("/pods", "pods").with_kube_version(version);
+    config.consistent_reads_from_cache = true;
+    let (cacher, registry, _, history) = cache_a_history(&backend, config).await;
+    let from_cache = version >= KubeVersion::V1_34;
+    let before = lists_served_by_cache(&registry);
+    let mut requests = 0.0;
+    let mut consistent_requests = 0.0;
+    let keys = backend
+        .list("/pods", &ListOptions::prefix())
+        .await
+        .unwrap()
+        .items
+        .iter()
+        .map(Pod::key)
+        .collect::<Vec<_>>();
+    for key in KEYS {
+        for last_key in keys.iter().filter(|k| k.starts_with(&format!("{key}/"))) {
+            for limit in [0, 1, 2, 3] {
+                let mut walk = continued(&latest_token(last_key, key), limit);
+                let what = format!("kube {version}: revision -1 after {last_key}, limit {limit}");
+                let first = same_answer(&cacher, &backend, key, &walk, &what).await;
+                requests += 1.0;
+                assert_eq!(
+                    first.metadata.resource_version,
+                    history.last().unwrap().to_string(),
+                    "{what}: at the latest revision"
+                );
+                // A label selector: no remaining item count, on either side.
+                walk = walk.labels("app=web").unwrap();
+                same_answer(&cacher, &backend, key, &walk, &what).await;
+                requests += 1.0;
+                consistent_requests += 2.0;
+            }
+        }
+        // resourceVersion "0" with tokens of every revision of the history.
+        for &at in &history {
+            let first = backend.list(key, &exact(at, 1)).await.unwrap();
+            if first.metadata.continue_token.is_empty() {
+                continue;
+            }
+            let mut at_zero = continued(&first.metadata.continue_token, 1);
+            at_zero.resource_version = "0".to_owned();
+            let answer = cacher.list(key, &at_zero).await.unwrap();
+            requests += 1.0;
+            let what = format!("kube {version}: resourceVersion 0, token at {at}, {key}");
+            if !from_cache {
+                assert_eq!(answer, backend.list(key, &at_zero).await.unwrap(), "{what}");
+                continue;
+            }
+            let pages =
+                all_pages(&backend, key, continued(&first.metadata.continue_token, 1)).await;
+            let rest: Vec<Pod> = pages.into_iter().flat_map(|page| page.items).collect();
+            assert_eq!(answer.items, rest, "{what}: the rest of the list, whole");
+            assert_eq!(answer.metadata.resource_version, at.to_string(), "{what}");
+            assert!(answer.metadata.continue_token.is_empty(), "{what}");
+            assert_eq!(answer.metadata.remaining_item_count, None, "{what}");
+        }
+    }
+    let served = lists_served_by_cache(&registry) - before;
+    // The −1 continuations are consistent reads the cache took on, each counted once.
+    let consistent = counter(
+        &registry,
+        "apiserver_watch_cache_consistent_read_total",
+        &[("success", "true"), ("fallback", "false")],
+    );
+    if from_cache {
+        assert!(
+            served >= requests,
+            "kube {version}: {served} of {requests} lists from the cache"
+        );
+        assert_eq!(consistent, consistent_requests, "kube {version}");
+    } else {
+        assert_eq!(served, 0.0, "kube {version}: every list from the backend");
+        assert_eq!(consistent, 0.0, "kube {version}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn continuations_at_minus_one_and_at_0_match_the_memory_store_at_1_37() {
+    compare_continuations(memory_store(), KubeVersion::V1_37).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn continuations_at_minus_one_and_at_0_go_to_the_memory_store_at_1_31() {
+    compare_continuations(memory_store(), KubeVersion::V1_31).await;
+}
+
+// An etcd of its own: the latest revision must be the history's last, which writes by
+// other tests to a shared etcd would move.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn continuations_at_minus_one_and_at_0_match_etcd_at_1_37() {
+    let backend = etcd3::backend("continuations_1_37", Needs::Fresh).await;
+    compare_continuations(
+        backend.store.clone().with_kube_version(KubeVersion::V1_37),
+        KubeVersion::V1_37,
+    )
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn continuations_at_minus_one_and_at_0_go_to_etcd_at_1_31() {
+    let backend = etcd3::backend("continuations_1_31", Needs::Fresh).await;
+    compare_continuations(backend.store.clone(), KubeVersion::V1_31).await;
+}
+
+/// The walk a client makes after a compaction: its pinned continuation fails with 410
+/// and a token of revision −1, which it follows to the end. At kube 1.37 the cache
+/// answers each page of the new walk as the backend does.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_walk_resumed_after_compaction_matches_the_backend_at_1_37() {
+    let kv = MemoryKv::new(KvConfig::default());
+    let backend: MemoryStore<Pod> =
+        MemoryStore::new(kv.clone(), MemoryStoreConfig::for_resource("pods"));
+    let mut config = CacherConfig::new("/pods", "pods").with_kube_version(KubeVersion::V1_37);
+    config.consistent_reads_from_cache = true;
+    let (cacher, registry, _, revisions) = cache_a_history(&backend, config).await;
+    let first = backend
+        .list("/pods", &exact(revisions[4], 2))
+        .await
+        .unwrap();
+    kv.compact(i64::try_from(revisions[8]).unwrap()).unwrap();
+    let pinned = continued(&first.metadata.continue_token, 2);
+    let expired = backend.list("/pods", &pinned).await.unwrap_err();
+    let from_cache = cacher.list("/pods", &pinned).await.unwrap_err();
+    assert_eq!(from_cache.to_string(), expired.to_string());
+    let apistore_storage::StorageError::Expired {
+        continue_token: Some(mut token),
+        ..
+    } = expired
+    else {
+        panic!("a 410 for a compacted continuation carries a token: {expired:?}");
+    };
+    let before = lists_served_by_cache(&registry);
+    let mut pages = 0.0;
+    while !token.is_empty() {
+        let next = continued(&token, 2);
+        token = same_answer(&cacher, &backend, "/pods", &next, "after compaction")
+            .await
+            .metadata
+            .continue_token;
+        pages += 1.0;
+    }
+    assert!(pages >= 2.0, "{pages} pages");
+    assert_eq!(lists_served_by_cache(&registry) - before, pages);
+}

@@ -56,7 +56,7 @@ pub enum BuildError {
 #[derive(Debug)]
 pub struct ApiStoreBuilder {
     client: ClientConfig,
-    recipe: StoreRecipe,
+    pub(crate) recipe: StoreRecipe,
     request_timeout: Option<Duration>,
     encryption: Option<EncryptionSource>,
     metrics: Option<StorageMetrics>,

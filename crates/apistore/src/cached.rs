@@ -8,6 +8,14 @@
 //! One cacher per resource and object type is kept by the [`ApiStore`] (and shared by
 //! its clones), so however many callers ask, etcd sees one watch per cached resource.
 //!
+//! By default the first `resource_store` of a cached resource waits for its cache's
+//! first list. A server that starts every store at once and waits for them together,
+//! as kube-apiserver does with its `storage-readiness` post-start hook
+//! (`WatchCacheInitializationPostStartHook`, on from kube 1.36), turns that off with
+//! [`ApiStoreBuilder::watch_cache_background_initialization`] and calls
+//! [`ApiStore::wait_for_watch_caches`] before it reports ready; meanwhile the caches
+//! answer 429 for what only a ready cache serves, and the rest from etcd.
+//!
 //! ```no_run
 //! use apistore::{ApiStore, DynamicObject, ListOptions, ResourceVersionMatch, Storage};
 //!
@@ -24,8 +32,9 @@
 use std::any::{Any, TypeId};
 use std::collections::{BTreeSet, HashMap};
 use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
 
-use apistore_cacher::{Cacher, CacherConfig, CacherMetrics};
+use apistore_cacher::{Cacher, CacherConfig, CacherMetrics, Readiness, wait_all_ready};
 use apistore_etcd3::Etcd3Store;
 use apistore_storage::{ApiObject, Result};
 use serde::Serialize;
@@ -42,6 +51,10 @@ pub(crate) struct CacheSettings {
     resources: BTreeSet<String>,
     metrics: Option<CacherMetrics>,
     cachers: Cachers,
+    /// The readiness of every cacher made so far, in the order they were made.
+    readiness: Arc<Mutex<Vec<Readiness>>>,
+    /// Whether `resource_store` returns before the cache's first list lands.
+    background_initialization: bool,
 }
 
 impl ApiStoreBuilder {
@@ -59,8 +72,22 @@ impl ApiStoreBuilder {
         self
     }
 
+    /// Whether [`ApiStore::resource_store`] of a cached resource returns at once, its
+    /// cache listing etcd in the background (`true`), or waits for the cache's first
+    /// list (`false`, the default). With `true`, wait for every cache before serving
+    /// with [`ApiStore::wait_for_watch_caches`], kube's `storage-readiness` post-start
+    /// hook; until a cache is ready it answers gets and unfiltered paged lists from
+    /// etcd and other lists and watches with 429 "storage is (re)initializing".
+    pub fn watch_cache_background_initialization(mut self, on: bool) -> Self {
+        self.cache.background_initialization = on;
+        self
+    }
+
     /// Registers the watch cache's metrics (`apiserver_watch_cache_*`,
-    /// `apiserver_cache_list_*`, ...) into `registry`; once per registry.
+    /// `apiserver_cache_list_*`, ...) into `registry`, with the labels and families of
+    /// the kube version chosen so far ([`Self::kube_version`]: call that first; kube
+    /// 1.34+ label them `group` and `resource`, earlier kubes `resource`); once per
+    /// registry.
     ///
     /// # Errors
     ///
@@ -69,7 +96,10 @@ impl ApiStoreBuilder {
         mut self,
         registry: &prometheus::Registry,
     ) -> Result<Self, prometheus::Error> {
-        self.cache.metrics = Some(CacherMetrics::register(registry)?);
+        self.cache.metrics = Some(CacherMetrics::register_for(
+            registry,
+            self.recipe.kube_version,
+        )?);
         Ok(self)
     }
 }
@@ -133,15 +163,40 @@ impl ApiStore {
                     .lock()
                     .unwrap_or_else(PoisonError::into_inner);
                 // Another caller may have made one meanwhile: keep the first.
-                let kept = cachers
-                    .entry(id)
-                    .or_insert_with(|| Box::new(cacher.clone()));
+                let kept = cachers.entry(id).or_insert_with(|| {
+                    settings
+                        .readiness
+                        .lock()
+                        .unwrap_or_else(PoisonError::into_inner)
+                        .push(cacher.readiness());
+                    Box::new(cacher.clone())
+                });
                 kept.downcast_ref::<Cacher<Etcd3Store<T>>>()
                     .cloned()
                     .unwrap_or(cacher)
             }
         };
-        cacher.wait_until_ready().await?;
+        if !settings.background_initialization {
+            cacher.wait_until_ready().await?;
+        }
         Ok(Some(cacher))
+    }
+
+    /// Waits, for at most `timeout`, until every watch cache made so far (by
+    /// [`ApiStore::resource_store`] of a cached resource) holds its first list, and
+    /// returns the group-resources of those that did not by then, empty when all did.
+    /// kube-apiserver's `storage-readiness` post-start hook (on from kube 1.36,
+    /// [`DEFAULT_STORAGE_INITIALIZATION_TIMEOUT`](crate::DEFAULT_STORAGE_INITIALIZATION_TIMEOUT) = its one-minute
+    /// `StorageInitializationTimeout`): a server calls this after making its stores and
+    /// before reporting ready. Like the hook it never fails: a cache that is late goes
+    /// on listing and answers 429 meanwhile.
+    pub async fn wait_for_watch_caches(&self, timeout: Duration) -> Vec<String> {
+        let caches = self
+            .cache
+            .readiness
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone();
+        wait_all_ready(&caches, timeout).await
     }
 }

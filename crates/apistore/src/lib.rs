@@ -112,7 +112,9 @@ pub use typed::{TypedResource, group_resource_of};
 pub use apistore_backend::ResourceConfig;
 #[cfg(feature = "watch-cache")]
 #[doc(inline)]
-pub use apistore_cacher::{Cacher, CacherConfig, CacherMetrics};
+pub use apistore_cacher::{
+    Cacher, CacherConfig, CacherMetrics, DEFAULT_STORAGE_INITIALIZATION_TIMEOUT, Readiness,
+};
 #[doc(inline)]
 pub use apistore_etcd3::{
     ClientConfig, ConnectError, DEFAULT_OBJECT_COUNT_POLL_INTERVAL,

@@ -29,6 +29,9 @@ pub struct Wrapped {
     pub gate: Option<Arc<Semaphore>>,
     /// The name of the object whose changes watches leave out, if any.
     pub lost: Arc<Mutex<Option<String>>>,
+    /// When set, the cache's own lists of the resource (not its one-item lists for the
+    /// current revision) wait for a permit: the cache stays initializing until given one.
+    pub list_gate: Option<Arc<Semaphore>>,
 }
 
 impl Wrapped {
@@ -43,6 +46,7 @@ impl Wrapped {
             cut: Arc::new(Notify::new()),
             gate: None,
             lost: Arc::default(),
+            list_gate: None,
         }
     }
 
@@ -90,6 +94,9 @@ impl Storage for Wrapped {
             .lock()
             .unwrap()
             .push((key.to_owned(), options.clone()));
+        if let (Some(gate), "/pods", false) = (&self.list_gate, key, options.predicate.limit == 1) {
+            gate.acquire().await.unwrap().forget();
+        }
         self.store.list(key, options).await
     }
     async fn watch(&self, key: &str, options: &ListOptions) -> Result<WatchStream<Pod>> {

@@ -1,0 +1,170 @@
+//! The families as each kube version exposes them, scraped from the registry in the
+//! text format (what a Prometheus server reads).
+
+use std::time::Duration;
+
+use apistore_storage::KubeVersion;
+use prometheus::{Encoder as _, Registry, TextEncoder};
+
+use super::CacherMetrics;
+
+/// Registers the metrics of `version`, records one of everything for
+/// `deployments.apps`, and returns the scrape.
+fn scrape(version: KubeVersion) -> String {
+    let registry = Registry::new();
+    let metrics = CacherMetrics::register_for(&registry, version).unwrap();
+    let deployments = metrics.for_resource("deployments.apps", "/deployments");
+    deployments.events_received.inc();
+    deployments.events_dispatched.inc();
+    deployments.record_capacity_change(100, 200);
+    deployments.record_resource_version(1_234_567_890_123_456_789);
+    deployments.record_initialization(Duration::from_millis(300));
+    deployments.record_initialization_error();
+    deployments.terminated_watchers.inc();
+    deployments.init_events.inc();
+    deployments.record_list(10, 4, "");
+    deployments.record_list(3, 1, "f:spec.nodeName");
+    deployments.record_read_wait(Duration::from_millis(30));
+    deployments.record_consistent_read(true, false);
+    deployments.consistency_checks.success.inc();
+    let mut text = Vec::new();
+    TextEncoder::new()
+        .encode(&registry.gather(), &mut text)
+        .unwrap();
+    String::from_utf8(text).unwrap()
+}
+
+fn has(text: &str, line: &str) -> bool {
+    text.lines().any(|l| l == line)
+}
+
+fn assert_lines(text: &str, version: KubeVersion, lines: &[&str]) {
+    for line in lines {
+        assert!(has(text, line), "kube {version}: `{line}` in\n{text}");
+    }
+}
+
+fn assert_no_family(text: &str, version: KubeVersion, name: &str) {
+    assert!(
+        !text.contains(&format!("# TYPE {name} ")),
+        "kube {version}: no {name} in\n{text}"
+    );
+}
+
+#[test]
+fn kube_1_31_labels_by_group_resource_string_and_resource_prefix() {
+    let version = KubeVersion::V1_31;
+    let text = scrape(version);
+    assert_lines(
+        &text,
+        version,
+        &[
+            r#"apiserver_watch_cache_events_received_total{resource="deployments.apps"} 1"#,
+            r#"apiserver_watch_cache_events_dispatched_total{resource="deployments.apps"} 1"#,
+            r#"watch_cache_capacity{resource="deployments.apps"} 200"#,
+            r#"watch_cache_capacity_increase_total{resource="deployments.apps"} 1"#,
+            // Whole, so the exposition's float64 rounds it (why kube 1.36 truncates).
+            r#"apiserver_watch_cache_resource_version{resource="deployments.apps"} 1234567890123456800"#,
+            "# HELP apiserver_watch_cache_resource_version Current resource version of watch cache broken by resource type.",
+            r#"apiserver_watch_cache_initializations_total{resource="deployments.apps"} 1"#,
+            r#"apiserver_terminated_watchers_total{resource="deployments.apps"} 1"#,
+            r#"apiserver_init_events_total{resource="deployments.apps"} 1"#,
+            r#"apiserver_cache_list_total{index="",resource_prefix="/deployments"} 1"#,
+            r#"apiserver_cache_list_total{index="f:spec.nodeName",resource_prefix="/deployments"} 1"#,
+            r#"apiserver_cache_list_fetched_objects_total{index="",resource_prefix="/deployments"} 10"#,
+            r#"apiserver_cache_list_returned_objects_total{resource_prefix="/deployments"} 5"#,
+            "# HELP apiserver_cache_list_total Number of LIST requests served from watch cache",
+            r#"apiserver_watch_cache_read_wait_seconds_bucket{resource="deployments.apps",le="0.05"} 1"#,
+            r#"apiserver_watch_cache_read_wait_seconds_bucket{resource="deployments.apps",le="0.025"} 0"#,
+            r#"apiserver_watch_cache_consistent_read_total{fallback="false",resource="deployments.apps",success="true"} 1"#,
+            r#"apiserver_storage_consistency_checks_total{resource="deployments.apps",status="success"} 1"#,
+        ],
+    );
+    assert_no_family(
+        &text,
+        version,
+        "apiserver_watch_cache_initialization_errors_total",
+    );
+    assert_no_family(
+        &text,
+        version,
+        "apiserver_watch_cache_initialization_duration_seconds",
+    );
+}
+
+#[test]
+fn kube_1_34_labels_by_group_and_resource() {
+    let version = KubeVersion::V1_34;
+    let text = scrape(version);
+    assert_lines(
+        &text,
+        version,
+        &[
+            r#"apiserver_watch_cache_events_received_total{group="apps",resource="deployments"} 1"#,
+            r#"watch_cache_capacity{group="apps",resource="deployments"} 200"#,
+            // Not truncated before 1.36.
+            r#"apiserver_watch_cache_resource_version{group="apps",resource="deployments"} 1234567890123456800"#,
+            r#"apiserver_cache_list_total{group="apps",index="",resource="deployments"} 1"#,
+            r#"apiserver_cache_list_fetched_objects_total{group="apps",index="f:spec.nodeName",resource="deployments"} 3"#,
+            r#"apiserver_cache_list_returned_objects_total{group="apps",resource="deployments"} 5"#,
+            r#"apiserver_watch_cache_read_wait_seconds_count{group="apps",resource="deployments"} 1"#,
+            r#"apiserver_watch_cache_consistent_read_total{fallback="false",group="apps",resource="deployments",success="true"} 1"#,
+            r#"apiserver_storage_consistency_checks_total{group="apps",resource="deployments",status="success"} 1"#,
+        ],
+    );
+    assert_no_family(
+        &text,
+        version,
+        "apiserver_watch_cache_initialization_errors_total",
+    );
+}
+
+#[test]
+fn kube_1_37_adds_initialization_metrics_and_deprecates_the_cache_list_families() {
+    let version = KubeVersion::V1_37;
+    let text = scrape(version);
+    assert_lines(
+        &text,
+        version,
+        &[
+            // 1.36+: the 15 least significant digits.
+            r#"apiserver_watch_cache_resource_version{group="apps",resource="deployments"} 567890123456789"#,
+            "# HELP apiserver_watch_cache_resource_version Current resource version of watch cache broken by resource type. This is truncated to the 15 least significant digits.",
+            r#"apiserver_watch_cache_initializations_total{group="apps",resource="deployments"} 1"#,
+            r#"apiserver_watch_cache_initialization_errors_total{group="apps",resource="deployments"} 1"#,
+            r#"apiserver_watch_cache_initialization_duration_seconds_bucket{group="apps",resource="deployments",le="0.25"} 0"#,
+            r#"apiserver_watch_cache_initialization_duration_seconds_bucket{group="apps",resource="deployments",le="0.5"} 1"#,
+            r#"apiserver_watch_cache_initialization_duration_seconds_bucket{group="apps",resource="deployments",le="600"} 1"#,
+            "# HELP apiserver_cache_list_total (Deprecated since 1.37.0) Number of LIST requests served from watch cache",
+            "# HELP apiserver_cache_list_returned_objects_total (Deprecated since 1.37.0) Number of objects returned for a LIST request from watch cache",
+            r#"apiserver_cache_list_total{group="apps",index="",resource="deployments"} 1"#,
+        ],
+    );
+}
+
+#[test]
+fn a_second_registration_into_one_registry_fails() {
+    let registry = Registry::new();
+    CacherMetrics::register(&registry).unwrap();
+    assert!(CacherMetrics::register(&registry).is_err());
+    assert!(CacherMetrics::register_for(&registry, KubeVersion::V1_31).is_err());
+}
+
+#[test]
+fn a_core_resource_has_an_empty_group() {
+    let registry = Registry::new();
+    let metrics = CacherMetrics::register(&registry).unwrap();
+    metrics.for_resource("pods", "/pods").events_received.inc();
+    let mut text = Vec::new();
+    TextEncoder::new()
+        .encode(&registry.gather(), &mut text)
+        .unwrap();
+    let text = String::from_utf8(text).unwrap();
+    assert!(
+        has(
+            &text,
+            r#"apiserver_watch_cache_events_received_total{group="",resource="pods"} 1"#
+        ),
+        "{text}"
+    );
+}
