@@ -228,6 +228,11 @@ pub(crate) const NOT_APPLICABLE: &[NotApplicable] = &[
         reason: STREAMS_AS_3_6,
     },
     NotApplicable {
+        target: "range_stream",
+        test: "a_member_dying_mid_stream_fails_the_list_and_the_next_list_is_whole",
+        reason: OWN_ETCD,
+    },
+    NotApplicable {
         target: "list_conformance",
         test: "consistent_list_answers_the_current_revision",
         reason: OWN_ETCD,

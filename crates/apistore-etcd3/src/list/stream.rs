@@ -31,9 +31,9 @@ use bytes::Bytes;
 use etcd_client::{GetOptions as EtcdGetOptions, GetResponse, GetStreamResponse, KvClient};
 
 use super::pager::read_error;
-use crate::error::{Failure, classify, internal, timed_out};
+use crate::error::{Failure, classify, internal, is_compacted, is_future_revision, timed_out};
 use crate::instrument::Operation;
-use crate::kv::Kv;
+use crate::kv::{Answered, Kv};
 use crate::store::Etcd3Store;
 
 /// How long a client that met an etcd without `RangeStream` lists with paged `Range`
@@ -159,7 +159,7 @@ where
             .kv
             .send(key_prefix, Operation::ListStream, open)
             .await?;
-        let (mut stream, mut next) = match opened {
+        let (answered, (mut stream, mut next)) = match opened {
             Ok(opened) => opened,
             Err((endpoint, err)) if is_unimplemented(&err) => {
                 record.outcome = None;
@@ -198,7 +198,9 @@ where
             after_empty = chunk.kvs().is_empty();
             self.take_chunk(&mut chunk, pages)?;
             drop(chunk);
-            next = self.next_chunk(&mut stream, key_prefix, revision).await?;
+            next = self
+                .next_chunk(&mut stream, &answered, key_prefix, revision)
+                .await?;
         }
         let revision = if revision > 0 {
             revision
@@ -236,9 +238,16 @@ where
 
     /// The stream's next chunk, `None` once it ended; waiting for it takes at most the
     /// store's request timeout, as one `Range` page would.
+    ///
+    /// A stream that breaks (its member died, the connection dropped) fails the list,
+    /// as in kube 1.37, whose `streamChunks` hands the error to its caller: etcd's Go
+    /// client repeats a server stream only before its first message, and not a
+    /// `RangeStream` at all. The caller lists again (a reflector relists). The member is
+    /// marked suspect, so that the next list goes to another, and the error names it.
     async fn next_chunk(
         &self,
         stream: &mut GetStreamResponse,
+        answered: &Answered,
         key_prefix: &str,
         revision: i64,
     ) -> Result<Option<GetResponse>> {
@@ -249,7 +258,13 @@ where
                 .map_err(|_| timed_out(key_prefix, limit))?,
             None => message.await,
         };
-        outcome.map_err(|err| read_error(key_prefix, err, revision, true, None))
+        outcome.map_err(|err| {
+            if is_compacted(&err) || is_future_revision(&err) {
+                read_error(key_prefix, err, revision, true, None)
+            } else {
+                self.kv.failed_after_answer(key_prefix, answered, err)
+            }
+        })
     }
 }
 
