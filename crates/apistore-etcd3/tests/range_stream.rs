@@ -324,3 +324,135 @@ async fn a_member_dying_mid_stream_fails_the_list_and_the_next_list_is_whole() {
         + kv_calls_started(&endpoints[(killed + 2) % 3], method);
     assert!(served > 0, "a member still up served the second list");
 }
+
+/// `list_chunks` hands out the list `list` returns, in key order, chunk by chunk: the
+/// `RangeStream`'s chunks at kube 1.37 on etcd 3.7+ (etcd sends 10 keys first), pages of
+/// 1,000 keys at one revision otherwise, a limited list's own page; the metadata is the
+/// list's.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn list_chunks_hands_out_the_list_chunk_by_chunk() {
+    use futures::StreamExt;
+
+    const PODS: usize = 2_500;
+    let backend = Etcd3Backend::new("range_stream_chunks").await;
+    let streams = etcd_streams(&backend).await;
+    let kube_1_31 = backend.store.clone();
+    let kube_1_37 = backend.store.clone().with_kube_version(KubeVersion::V1_37);
+    futures::stream::iter(0..PODS)
+        .map(|i| {
+            let store = kube_1_31.clone();
+            async move {
+                let pod = Pod::new("chunks", &format!("pod-{i:04}"));
+                store.create(&pod.key(), pod, 0).await.unwrap();
+            }
+        })
+        .buffer_unordered(32)
+        .collect::<Vec<()>>()
+        .await;
+    let whole = kube_1_31.list("/pods/chunks", &recursive()).await.unwrap();
+    assert_eq!(whole.items.len(), PODS);
+    let revision = whole.metadata.resource_version.clone();
+
+    let chunked = |store: Etcd3Store<Pod>, options: ListOptions| async move {
+        let mut chunks: Vec<Vec<Pod>> = Vec::new();
+        let metadata = store
+            .list_chunks("/pods/chunks", &options, |chunk| chunks.push(chunk))
+            .await
+            .unwrap();
+        (chunks, metadata)
+    };
+    for (store, version) in [(&kube_1_31, "1.31"), (&kube_1_37, "1.37")] {
+        let streamed_before = backend.requests_total(&["listStream"]);
+        let (chunks, metadata) = chunked(store.clone(), exact(&revision)).await;
+        let sizes: Vec<usize> = chunks.iter().map(Vec::len).collect();
+        let items: Vec<Pod> = chunks.into_iter().flatten().collect();
+        assert_eq!(items, whole.items, "kube {version}: chunks {sizes:?}");
+        assert_eq!(metadata, whole.metadata, "kube {version}");
+        let streamed = backend.requests_total(&["listStream"]) - streamed_before;
+        if version == "1.37" && streams {
+            assert_eq!(streamed, 1, "one RangeStream");
+            assert_eq!(sizes.first(), Some(&10), "etcd's first chunk: {sizes:?}");
+            assert!(sizes.len() > 1, "chunks as etcd sent them: {sizes:?}");
+        } else {
+            assert_eq!(streamed, 0);
+            assert_eq!(sizes, [1000, 1000, 500], "pages of 1,000 keys");
+        }
+    }
+
+    // At the latest revision too: the chunks' revision is the list's.
+    let (chunks, metadata) = chunked(kube_1_37.clone(), recursive()).await;
+    assert_eq!(chunks.concat().len(), PODS);
+    assert_eq!(metadata.resource_version, revision);
+
+    // A limited list is its pages; its continue token is the list's.
+    let limited = ListOptions {
+        predicate: SelectionPredicate {
+            limit: 1_200,
+            ..SelectionPredicate::default()
+        },
+        ..exact(&revision)
+    };
+    let page = kube_1_37.list("/pods/chunks", &limited).await.unwrap();
+    let (chunks, metadata) = chunked(kube_1_37.clone(), limited).await;
+    assert_eq!(chunks.concat(), page.items);
+    assert_eq!(metadata, page.metadata);
+    assert!(!metadata.continue_token.is_empty());
+}
+
+/// A watch's initial state over a prefix (a watch from resourceVersion 0) reads with one
+/// `RangeStream` from kube 1.37 on etcd 3.7+, as 1.37's `syncStreamRecursive`, with pages
+/// of `Range` before 3.7 and at kube 1.31; the events are the same: every object Added,
+/// in key order, then the changes after the revision read at.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_watchs_initial_state_streams_at_kube_1_37_on_etcd_3_7() {
+    use futures::StreamExt;
+
+    let backend = Etcd3Backend::new("range_stream_watch_sync").await;
+    let streams = etcd_streams(&backend).await;
+    let kube_1_31 = backend.store.clone();
+    let kube_1_37 = backend.store.clone().with_kube_version(KubeVersion::V1_37);
+    create_pods(&kube_1_31, "sync", 0..30).await;
+    let from_zero = ListOptions {
+        resource_version: "0".to_owned(),
+        ..recursive()
+    };
+    // The first watch's later create is in the second watch's initial state.
+    for (store, version, later) in [(&kube_1_31, "1.31", 30), (&kube_1_37, "1.37", 31)] {
+        let expected: Vec<String> = (0..later).map(|i| format!("pod-{i:03}")).collect();
+        let (streamed, ranged) = (
+            backend.requests_total(&["listStream"]),
+            backend.requests_total(&["list"]),
+        );
+        let mut watch = store.watch("/pods/sync", &from_zero).await.unwrap();
+        let mut added = Vec::new();
+        while added.len() < expected.len() {
+            match watch.next().await.expect("the watch goes on") {
+                apistore_storage::WatchEvent::Added(pod) => added.push(pod.metadata.name),
+                other => panic!("kube {version}: an initial event {other:?}"),
+            }
+        }
+        assert_eq!(added, expected, "kube {version}");
+        let (streamed, ranged) = (
+            backend.requests_total(&["listStream"]) - streamed,
+            backend.requests_total(&["list"]) - ranged,
+        );
+        let expected_reads = if version == "1.37" && streams {
+            (1, 0)
+        } else {
+            (0, 1)
+        };
+        assert_eq!(
+            (streamed, ranged),
+            expected_reads,
+            "kube {version}: (listStream, list)"
+        );
+        // Changes after the revision the state was read at follow.
+        create_pods(store, "sync", later..later + 1).await;
+        match watch.next().await.expect("the watch goes on") {
+            apistore_storage::WatchEvent::Added(pod) => {
+                assert_eq!(pod.metadata.name, format!("pod-{later:03}"));
+            }
+            other => panic!("kube {version}: after the initial state {other:?}"),
+        }
+    }
+}
