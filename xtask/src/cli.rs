@@ -61,7 +61,10 @@ commands:
                                 module proxy with Go's caches the first time), and
                                 the CRUD workloads again on kine over SQLite (`kine`;
                                 kine built as `test --backend kine-sqlite` builds
-                                it); without Go, or with --no-go, both are left out
+                                it), and a list of 100,000 objects with and without
+                                RangeStream on etcd 3.7 (`range stream`; etcd built
+                                as `test --etcd 3.7` builds it); without Go, or with
+                                --no-go, the three are left out
   soak [-- <soak args>]         60 s of mixed load on a three-member etcd cluster with a
                                 member restarted midway, then check every write and
                                 watch (crates/apistore-etcd3/examples/soak.rs, release;

@@ -97,6 +97,10 @@ const CLI_BIN_ENV: &str = "APISTORE_CLI_BIN";
 /// Environment variable the bench harness reads kine's binary from.
 const KINE_BIN_ENV: &str = "APISTORE_KINE_BIN";
 
+/// Environment variable the bench harness reads the etcd 3.7 binary of its RangeStream
+/// section from (crates/apistore-bench/src/range_stream.rs).
+const ETCD37_BIN_ENV: &str = "APISTORE_ETCD37_BIN";
+
 fn main() -> ExitCode {
     let args: Vec<String> = env::args().skip(1).collect();
     let command = match cli::Command::parse(&args) {
@@ -612,6 +616,7 @@ fn bench(root: &Path, bench_args: &[String], go: bool) -> Result<()> {
         None
     };
     let kine = if go { bench_kine(root) } else { None };
+    let etcd37 = if go { bench_etcd37(root) } else { None };
     // The offline section times the command as an operator runs it: in release.
     run_step(cargo_command(&cargo, root, &protoc).args([
         "build",
@@ -627,6 +632,7 @@ fn bench(root: &Path, bench_args: &[String], go: bool) -> Result<()> {
         (GOBENCH_BIN_ENV, &gobench),
         (ETCDUTL_BIN_ENV, &etcdutl),
         (KINE_BIN_ENV, &kine),
+        (ETCD37_BIN_ENV, &etcd37),
     ] {
         match binary {
             Some(binary) => bench.env(variable, binary),
@@ -678,6 +684,21 @@ fn bench_kine(root: &Path) -> Option<PathBuf> {
         Ok(binary) => Some(binary),
         Err(error) => {
             println!("xtask: {error}; the bench runs without its kine-sqlite section");
+            None
+        }
+    }
+}
+
+/// etcd 3.7 for the bench's RangeStream section (built once, as `cargo xtask test
+/// --etcd 3.7` builds it); `None`, said on the terminal, without Go or when the build
+/// fails, so the rest of the bench still runs.
+fn bench_etcd37(root: &Path) -> Option<PathBuf> {
+    let built = Go::find("the bench's RangeStream section")
+        .and_then(|go| etcd_versions::provision_etcd(root, EtcdVersion::V3_7, Some(&go)));
+    match built {
+        Ok(binary) => Some(binary),
+        Err(error) => {
+            println!("xtask: {error}; the bench runs without its RangeStream section");
             None
         }
     }

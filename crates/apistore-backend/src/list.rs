@@ -152,6 +152,8 @@ pub struct ListPages<'p, T, K> {
     predicate: &'p SelectionPredicate,
     limit: i64,
     items: Vec<T>,
+    /// Items selected and already handed out by [`ListPages::take_items`].
+    handed_out: usize,
     last_key: K,
     has_more: bool,
     last_count: i64,
@@ -181,6 +183,7 @@ where
             predicate,
             limit: predicate.limit,
             items: Vec::new(),
+            handed_out: 0,
             last_key: K::default(),
             has_more: false,
             last_count: 0,
@@ -251,6 +254,19 @@ where
         &self.last_key
     }
 
+    /// Hands out the items selected so far, for a caller that consumes a list page by
+    /// page instead of holding it whole; they still count as selected (towards the
+    /// limit) and as returned.
+    pub fn take_items(&mut self) -> Vec<T> {
+        self.handed_out += self.items.len();
+        std::mem::take(&mut self.items)
+    }
+
+    /// Items selected so far, handed out or not.
+    fn selected(&self) -> usize {
+        self.handed_out + self.items.len()
+    }
+
     /// Takes one page, in key order, of `(key, stored value, mod revision)`, `more` and
     /// `count` as the store answered it (keys left after the page, keys in the range
     /// from the page's start). Returns whether the list is complete; if not, the next
@@ -278,7 +294,7 @@ where
             if self.stopped() {
                 return Ok(true);
             }
-            if paging && self.items.len() as i64 >= predicate.limit {
+            if paging && self.selected() as i64 >= predicate.limit {
                 has_more = true;
                 break;
             }
@@ -297,7 +313,7 @@ where
             self.evaluated += 1;
             self.last_key = key;
         }
-        if self.stopped() || !has_more || !paging || self.items.len() as i64 >= predicate.limit {
+        if self.stopped() || !has_more || !paging || self.selected() as i64 >= predicate.limit {
             self.has_more = has_more;
             self.last_count = count;
             return Ok(true);
@@ -316,7 +332,7 @@ where
         with_rev: i64,
         versioner: &ApiObjectVersioner,
     ) -> Result<ObjectList<T>> {
-        self.returned = self.items.len();
+        self.returned = self.selected();
         if let Some(errors) = self.unreadable.take() {
             return Err(StorageError::StoreRead {
                 key: key_prefix.to_owned(),

@@ -15,8 +15,10 @@
 //! lists of 10,000 realistic Pods stored as kube's
 //! protobuf against the same Pods as JSON and against a raw range plus decode
 //! (src/pods.rs); the watch cache's lists and watchers (src/cacher.rs) and its Exact and
-//! continued lists from snapshots against the etcd3 store (src/snapshot.rs). The baseline is
-//! src/raw.rs. The CRUD workloads run again on kine over SQLite when `cargo xtask
+//! continued lists from snapshots against the etcd3 store (src/snapshot.rs); a list of
+//! 100,000 objects with and without `RangeStream` on an etcd 3.7 of its own
+//! (src/range_stream.rs, `APISTORE_ETCD37_BIN`, which `cargo xtask bench` builds). The
+//! baseline is src/raw.rs. The CRUD workloads run again on kine over SQLite when `cargo xtask
 //! bench` built it (src/kine.rs, `--only kine`). Last, the kube section (src/kube.rs): the same realistic Pods through
 //! apistore, through kube-apiserver's own etcd3 store (k8s.io/apiserver v0.37.2, the Go
 //! program `interop/gobench`, driven from src/gobench.rs) and through raw etcd-client,
@@ -33,7 +35,7 @@
 //!   `kms`, `kms get`, `cacher`, `cacher list`, `cacher watchers`, `cacher snapshot`,
 //!   `telemetry`, `telemetry untraced create`, `telemetry traced guaranteed update`,
 //!   `kube`, `kube decode`, `kube list`, `kube store-list`, `kube store-list RV=Exact`,
-//!   `kube get`..., `offline`), for profiling;
+//!   `kube get`..., `offline`, `range stream`), for profiling;
 //! - `--arm apistore|raw|kube`: run only arm A, only arm B, or only the kube section's
 //!   Go side, for profiling (no report);
 //! - `--report PATH`: write the report to PATH; `--no-report`: write no file.
@@ -55,6 +57,7 @@ mod machine;
 mod object;
 mod offline;
 mod pods;
+mod range_stream;
 mod raw;
 mod report;
 mod settings;
@@ -410,6 +413,26 @@ async fn run_workloads(bench: &Bench) -> Result<(Vec<Comparison>, Vec<String>)> 
         comparisons.extend(snapshots);
         notes.push(note);
         println!("  ({:.0} s)", section_started.elapsed().as_secs_f64());
+    }
+
+    if range_stream::selected(settings) && settings.single_arm.is_none() {
+        match range_stream::binary_from_env() {
+            Some(binary) => {
+                let section_started = Instant::now();
+                println!(
+                    "range stream: a list of 100,000 objects with and without RangeStream, etcd 3.7"
+                );
+                let (streamed, note) = range_stream::run(settings, &binary).await?;
+                comparisons.extend(streamed);
+                notes.push(note);
+                println!("  ({:.0} s)", section_started.elapsed().as_secs_f64());
+            }
+            None => notes.push(format!(
+                "range stream section not run: no etcd 3.7 ({} unset; `cargo xtask bench` \
+                 builds it from interop/etcd/3.7 when Go is installed)",
+                range_stream::ETCD37_BIN_ENV
+            )),
+        }
     }
 
     let section_started = Instant::now();

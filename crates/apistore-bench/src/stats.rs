@@ -90,6 +90,8 @@ pub(crate) enum Section {
     /// Exact and continued lists from the watch cache's snapshots against the etcd3
     /// store.
     CacherSnapshot,
+    /// A list of 100,000 objects with `RangeStream` against `Range`, on etcd 3.7.
+    RangeStream,
     /// The memory of idle watches.
     IdleWatch,
     /// AES-GCM against identity.

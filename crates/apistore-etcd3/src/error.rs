@@ -168,7 +168,13 @@ fn local_failure(cause: &(dyn std::error::Error + 'static)) -> Failure {
         if cause.is::<tonic::TimeoutExpired>() {
             return Failure::TimedOut;
         }
-        io |= cause.is::<std::io::Error>();
+        // h2 keeps a broken connection's io::Error to itself (its error has no
+        // source): a member that died mid-answer is a broken connection, not a server
+        // that does not speak gRPC.
+        io |= cause.is::<std::io::Error>()
+            || cause
+                .downcast_ref::<h2::Error>()
+                .is_some_and(h2::Error::is_io);
         next = cause.source();
     }
     Failure::Transport { foreign: !io }

@@ -41,6 +41,14 @@ pub(crate) struct Kv {
     pub(crate) group_resource: Arc<str>,
 }
 
+/// The member that answered a request.
+#[derive(Debug, Clone)]
+pub(crate) struct Answered {
+    index: usize,
+    /// Its client URL.
+    pub(crate) endpoint: String,
+}
+
 /// How one attempt on one member ended.
 enum Attempt<R> {
     Done(Result<R, etcd_client::Error>),
@@ -91,20 +99,25 @@ impl Kv {
         Fut: Future<Output = Result<R, etcd_client::Error>>,
     {
         let started = Instant::now();
-        let outcome = self.send(key, operation, request).await;
+        let outcome = self
+            .send(key, operation, request)
+            .await
+            .map(|answered| answered.map(|(_, response)| response));
         self.record(operation, key, matches!(outcome, Ok(Ok(_))), started);
         outcome
     }
 
-    /// [`Self::call_raw`] without recording the request in the metrics: for a request
-    /// whose end is not its answer (a `RangeStream` goes on after its first chunk), which
-    /// its caller records with [`Self::record`] once it is over.
+    /// [`Self::call_raw`] without recording the request in the metrics, and with the
+    /// member that answered: for a request whose end is not its answer (a
+    /// `RangeStream` goes on after its first chunk), which its caller records with
+    /// [`Self::record`] once it is over, and whose later failures are that member's
+    /// ([`Self::failed_after_answer`]).
     pub(crate) async fn send<R, F, Fut>(
         &self,
         key: &str,
         operation: Operation,
         mut request: F,
-    ) -> Result<Result<R, (String, etcd_client::Error)>>
+    ) -> Result<Result<(Answered, R), (String, etcd_client::Error)>>
     where
         F: FnMut(KvClient) -> Fut,
         Fut: Future<Output = Result<R, etcd_client::Error>>,
@@ -138,7 +151,13 @@ impl Kv {
                 .await;
             let again = made < attempts && time_left(deadline);
             match attempt {
-                Attempt::Done(Ok(response)) => break Ok(response),
+                Attempt::Done(Ok(response)) => {
+                    let answered = Answered {
+                        index,
+                        endpoint: member.endpoint.clone(),
+                    };
+                    break Ok((answered, response));
+                }
                 Attempt::Done(Err(err)) => {
                     let failure = classify(&err);
                     match suspicion(failure) {
@@ -219,6 +238,21 @@ impl Kv {
             () = &mut abandoned => Attempt::Abandoned,
             never = &mut check => match never {},
         }
+    }
+
+    /// A request that `answered` had begun to answer failed later (a stream broke):
+    /// its member is marked suspect as a failed request's would be, so that the next
+    /// requests go elsewhere, and the error names it.
+    pub(crate) fn failed_after_answer(
+        &self,
+        key: &str,
+        answered: &Answered,
+        err: etcd_client::Error,
+    ) -> apistore_storage::StorageError {
+        if let Some(why) = suspicion(classify(&err)) {
+            self.members.mark_suspect(answered.index, why);
+        }
+        from_etcd_at(key, Some(&answered.endpoint), err)
     }
 
     /// Runs a request that is not a KV call (a lease grant) once, with the timeout.

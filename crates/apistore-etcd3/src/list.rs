@@ -7,7 +7,9 @@
 //! streams instead where etcd can (3.7+), and falls back to the pages where it cannot.
 
 use apistore_backend::list::{ListPages, list_start};
-use apistore_storage::{ApiObject, KubeVersion, ListOptions, ObjectList, Result, StorageError};
+use apistore_storage::{
+    ApiObject, KubeVersion, ListMeta, ListOptions, ObjectList, Result, StorageError,
+};
 use bytes::Bytes;
 
 use crate::instrument::{Instrumentation, Operation};
@@ -19,6 +21,14 @@ pub(crate) mod stream;
 
 use pager::{OnCompacted, Pager};
 use stream::Streamed;
+
+/// Keys per page when a list without a limit is consumed in chunks from an etcd that
+/// does not stream (about a MiB of 1 KiB objects, near the size of etcd 3.7's
+/// `RangeStream` chunks, which aim at `--max-request-bytes`).
+pub(crate) const CHUNK_PAGE: i64 = 1000;
+
+/// Where a list consumed in chunks sends each chunk's items.
+pub(crate) type ChunkSink<'s, T> = &'s mut (dyn FnMut(Vec<T>) + Send);
 
 /// A list in progress whose counts go to `apiserver_storage_list_*` when dropped: on
 /// every exit once the list got as far as reading etcd (kube-apiserver counts a list
@@ -44,6 +54,47 @@ where
         &self,
         key: &str,
         options: &ListOptions,
+    ) -> Result<ObjectList<T>> {
+        self.read_list(key, options, None).await
+    }
+
+    /// The list [`Storage::list`](apistore_storage::Storage::list) would return, its
+    /// items handed to `each` chunk by chunk, in key order, as they are decoded, for a
+    /// caller that consumes a large list without holding it whole (a list's objects
+    /// can outweigh the bytes etcd sends for them several times). Returns the list's
+    /// metadata: its resourceVersion, and its continue token and remaining count when a
+    /// limit cut it short.
+    ///
+    /// The chunks are what the list reads: from kube 1.37 on etcd 3.7+, an unlimited
+    /// recursive list's `RangeStream` chunks as etcd sends them (each decoded and handed
+    /// on before the next is read); otherwise pages of 1,000 keys for a list without a
+    /// limit, all at the first page's revision as a paged list's, or the list's own
+    /// pages for a limited one. Every chunk reads at one revision, so the chunks
+    /// together are exactly the list. A failure ends the list with an error after
+    /// `each` has seen some chunks: the caller must treat what it saw as incomplete (as
+    /// a list that failed), and list again.
+    pub async fn list_chunks<F>(
+        &self,
+        key: &str,
+        options: &ListOptions,
+        mut each: F,
+    ) -> Result<ListMeta>
+    where
+        F: FnMut(Vec<T>) + Send,
+    {
+        let list = self.read_list(key, options, Some(&mut each)).await?;
+        Ok(list.metadata)
+    }
+
+    /// A list of `key` with `options`. With a `sink`, the items go to it chunk by chunk
+    /// as they are decoded (the list returned has none): a `RangeStream`'s chunks as
+    /// etcd sends them, else pages of [`CHUNK_PAGE`] keys for a list without a limit
+    /// (one `Range` would hold the whole answer), or the list's own pages.
+    pub(crate) async fn read_list(
+        &self,
+        key: &str,
+        options: &ListOptions,
+        mut sink: Option<ChunkSink<'_, T>>,
     ) -> Result<ObjectList<T>> {
         let mut key_prefix = self.prepare_key(key)?;
         let _span = self.instrumentation.list_span(key, options);
@@ -75,6 +126,7 @@ where
                     start.rev,
                     &options.resource_version,
                     &mut list.pages,
+                    &mut sink,
                 )
                 .await;
             match streamed {
@@ -98,8 +150,15 @@ where
         if let Some(end) = range_end {
             pager = pager.range_end(end);
         }
+        // Chunks of an unlimited list are pages of their own size, at the first one's
+        // revision, as a paged list's; a limited list pages anyway.
+        let chunked_pages = sink.is_some() && list.pages.page_limit() <= 0;
         loop {
-            pager.set_limit(list.pages.page_limit());
+            pager.set_limit(if chunked_pages {
+                CHUNK_PAGE
+            } else {
+                list.pages.page_limit()
+            });
             let page = match pager.next_page(self).await {
                 Ok(page) => page,
                 Err(err) => return Err(self.with_current_revision(&key_prefix, err).await),
@@ -115,10 +174,13 @@ where
                 let (item_key, value) = kv.into_key_value();
                 (item_key, Bytes::from(value), mod_revision)
             });
-            if list
+            let complete = list
                 .pages
-                .take_page(&self.layers, kvs, page.more, page.count)?
-            {
+                .take_page(&self.layers, kvs, page.more, page.count)?;
+            if let Some(sink) = sink.as_mut() {
+                sink(list.pages.take_items());
+            }
+            if complete && !(chunked_pages && page.more) {
                 break;
             }
         }

@@ -10,8 +10,9 @@
 //!   error statuses and the event channel are `apistore_backend::watch`'s, shared with
 //!   the memory store;
 //! - an initial sync sends the current state as Added events (pages of 10,000 pinned
-//!   to the revision of the first page), optionally followed by the bookmark that ends
-//!   the initial events;
+//!   to the revision of the first page; from kube 1.37, over a prefix, one
+//!   `RangeStream` where etcd has it, as 1.37's `syncStreamRecursive`), optionally
+//!   followed by the bookmark that ends the initial events;
 //! - then an etcd watch from the next revision, with previous values, turned into
 //!   typed events by [`crate::event`];
 //! - a transient failure of the shared stream (a member's death, a broken connection)
@@ -43,6 +44,7 @@ use crate::feature_support::EtcdFeature;
 use crate::instrument::Operation;
 use crate::key::{as_directory, prefix_range_end};
 use crate::list::pager::{OnCompacted, Pager};
+use crate::list::stream::no_revision;
 use crate::store::Etcd3Store;
 use crate::watch_mux::{ActiveWatch, RouteEnd, WatchSpec};
 use crate::watch_settings::SyncPageHook;
@@ -244,8 +246,11 @@ where
 
     /// Sends the current state as Added events and moves the start to the revision it
     /// was read at: one get for a single key, pages over a prefix (kube-apiserver's
-    /// `sync`).
+    /// `sync`), or from kube 1.37 one `RangeStream` over a prefix where etcd has it.
     async fn sync(&mut self) -> Result<(), Ending> {
+        if self.recursive && self.store.streams_ranges() && self.sync_streamed().await? {
+            return Ok(());
+        }
         let settings = self.store.watch.clone();
         let key = self.key.clone();
         let mut pager = if self.recursive {
@@ -275,6 +280,48 @@ where
             }
         }
         Ok(())
+    }
+
+    /// The current state over a prefix with one `RangeStream` at the latest revision,
+    /// each chunk sent on as it arrives (kube 1.37's `syncStreamRecursive`); `false`,
+    /// nothing sent, when etcd does not implement it (the sync then pages). A
+    /// compaction mid-stream is a 410 without a continue token: a stream cannot go on
+    /// from a page.
+    async fn sync_streamed(&mut self) -> Result<bool, Ending> {
+        let settings = self.store.watch.clone();
+        let key = self.key.clone();
+        let end = prefix_range_end(key.as_bytes());
+        let opened = self
+            .out
+            .until_closed(self.store.open_chunks(&key, end, 0))
+            .await??;
+        let Some(mut chunks) = opened else {
+            return Ok(false);
+        };
+        let mut revision = None;
+        for index in 0.. {
+            let next = self
+                .out
+                .until_closed(self.store.next_chunk(&mut chunks, &key))
+                .await??;
+            let Some(mut chunk) = next else {
+                break;
+            };
+            if let Some(hook) = &settings.after_sync_page {
+                hook(index).await;
+            }
+            // The last chunk's header: etcd's revision when the stream began, the one
+            // every chunk was read at.
+            if let Some(header) = chunk.header() {
+                revision = Some(header.revision());
+            }
+            let mut changes: Vec<_> = chunk.take_kvs().into_iter().map(raw_from_kv).collect();
+            drop(chunk);
+            self.out.emit_all(&mut changes).await?;
+        }
+        self.initial_rev = revision.ok_or_else(|| no_revision(&key))?;
+        chunks.finished();
+        Ok(true)
     }
 
     /// Follows etcd from the start revision on, re-watching from where it is when the

@@ -15,6 +15,8 @@
 // allow-unwrap-in-tests does not cover: a panic in them is a failed test.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod common;
+
 use std::collections::{BTreeMap, HashMap};
 use std::net::TcpListener;
 use std::sync::Arc;
@@ -556,19 +558,8 @@ async fn etcd_history(endpoints: &[String], after: i64, until: i64) -> Vec<Seen>
 /// The value of etcd's `etcd_debugging_mvcc_watcher_total` gauge on a member: how many
 /// watchers it serves. A plain HTTP GET of `/metrics` on its client port.
 fn watchers_served(endpoint: &str) -> u64 {
-    let address = endpoint.strip_prefix("http://").unwrap();
-    let mut stream = std::net::TcpStream::connect(address).unwrap();
-    stream
-        .set_read_timeout(Some(Duration::from_secs(2)))
-        .unwrap();
-    std::io::Write::write_all(
-        &mut stream,
-        format!("GET /metrics HTTP/1.0\r\nHost: {address}\r\n\r\n").as_bytes(),
-    )
-    .unwrap();
-    let mut body = String::new();
-    std::io::Read::read_to_string(&mut stream, &mut body).unwrap();
-    body.lines()
+    common::etcd_metrics(endpoint)
+        .lines()
         .find_map(|line| line.strip_prefix("etcd_debugging_mvcc_watcher_total "))
         .map(|value| value.trim().parse::<f64>().unwrap() as u64)
         .unwrap_or_else(|| panic!("no watcher gauge in the metrics of {endpoint}"))

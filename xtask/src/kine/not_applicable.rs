@@ -228,6 +228,21 @@ pub(crate) const NOT_APPLICABLE: &[NotApplicable] = &[
         reason: STREAMS_AS_3_6,
     },
     NotApplicable {
+        target: "range_stream",
+        test: "a_member_dying_mid_stream_fails_the_list_and_the_next_list_is_whole",
+        reason: OWN_ETCD,
+    },
+    NotApplicable {
+        target: "range_stream",
+        test: "list_chunks_hands_out_the_list_chunk_by_chunk",
+        reason: STREAMS_AS_3_6,
+    },
+    NotApplicable {
+        target: "range_stream",
+        test: "a_watchs_initial_state_streams_at_kube_1_37_on_etcd_3_7",
+        reason: STREAMS_AS_3_6,
+    },
+    NotApplicable {
         target: "list_conformance",
         test: "consistent_list_answers_the_current_revision",
         reason: OWN_ETCD,

@@ -30,10 +30,11 @@ use apistore_storage::{ApiObject, Result};
 use bytes::Bytes;
 use etcd_client::{GetOptions as EtcdGetOptions, GetResponse, GetStreamResponse, KvClient};
 
+use super::ChunkSink;
 use super::pager::read_error;
-use crate::error::{Failure, classify, internal, timed_out};
+use crate::error::{Failure, classify, internal, is_compacted, is_future_revision, timed_out};
 use crate::instrument::Operation;
-use crate::kv::Kv;
+use crate::kv::{Answered, Kv};
 use crate::store::Etcd3Store;
 
 /// How long a client that met an etcd without `RangeStream` lists with paged `Range`
@@ -87,25 +88,44 @@ pub(super) enum Streamed {
 /// Records the stream in `etcd_request_*` as `listStream` once it is over, however it
 /// ends (kube records it when its iterator ends, error or not); a refused stream is not
 /// recorded, as in kube.
-struct StreamRecord<'a> {
-    kv: &'a Kv,
-    key: &'a str,
+struct StreamRecord {
+    kv: Kv,
+    key: String,
     started: Instant,
-    outcome: Option<bool>,
+    ok: bool,
 }
 
-impl Drop for StreamRecord<'_> {
+impl Drop for StreamRecord {
     fn drop(&mut self) {
-        if let Some(ok) = self.outcome {
-            self.kv
-                .record(Operation::ListStream, self.key, ok, self.started);
-        }
+        self.kv
+            .record(Operation::ListStream, &self.key, self.ok, self.started);
     }
 }
 
 /// Whether etcd refused the request as a method it does not have.
 fn is_unimplemented(err: &etcd_client::Error) -> bool {
     classify(err) == Failure::Server(tonic::Code::Unimplemented)
+}
+
+/// A `RangeStream` that etcd began to answer: its chunks are read with
+/// [`Etcd3Store::next_chunk`]; it is recorded in the metrics when dropped.
+pub(crate) struct Chunks {
+    answered: Answered,
+    stream: GetStreamResponse,
+    /// The first message, read while opening, until it is taken.
+    first: Option<Option<GetResponse>>,
+    /// The revision asked for (0: the latest).
+    revision: i64,
+    /// Whether the last chunk read was empty: only the last one may be.
+    after_empty: bool,
+    record: StreamRecord,
+}
+
+impl Chunks {
+    /// Marks the stream as read to its end, for the metrics.
+    pub(crate) fn finished(&mut self) {
+        self.record.ok = true;
+    }
 }
 
 impl<T> Etcd3Store<T>
@@ -118,26 +138,29 @@ where
         options.recursive
             && options.predicate.limit <= 0
             && options.predicate.continue_token.is_empty()
-            && self.kube_version >= apistore_storage::KubeVersion::V1_37
+            && self.streams_ranges()
+    }
+
+    /// Whether whole ranges read with `RangeStream` now: from kube 1.37 (the
+    /// `EtcdRangeStream` gate's default), unless etcd refused it lately.
+    pub(crate) fn streams_ranges(&self) -> bool {
+        self.kube_version >= apistore_storage::KubeVersion::V1_37
             && self.client.range_stream.supported()
     }
 
-    /// Reads the range `[key_prefix, range_end)` at `revision` (0: the latest) with one
-    /// `RangeStream`, handing each chunk to `pages` as it arrives. `resource_version` is
-    /// the caller's minimum for a list at the latest revision.
-    pub(super) async fn stream_list(
+    /// Opens one `RangeStream` of `[key, range_end)` at `revision` (0: the latest):
+    /// `None` when etcd does not implement it (remembered for [`RECHECK_AFTER`]).
+    pub(crate) async fn open_chunks(
         &self,
-        key_prefix: &str,
+        key: &str,
         range_end: Vec<u8>,
         revision: i64,
-        resource_version: &str,
-        pages: &mut ListPages<'_, T, Vec<u8>>,
-    ) -> Result<Streamed> {
+    ) -> Result<Option<Chunks>> {
         let mut options = EtcdGetOptions::new().with_range(range_end);
         if revision > 0 {
             options = options.with_revision(revision);
         }
-        let start = key_prefix.as_bytes();
+        let start = key.as_bytes();
         // The first chunk is part of opening: etcd may refuse the method either when the
         // call starts or as the stream's first message, and a member that fails before
         // answering anything can be left for another like any read.
@@ -149,40 +172,62 @@ where
                 Ok((stream, first))
             }
         };
-        let mut record = StreamRecord {
-            kv: &self.kv,
-            key: key_prefix,
-            started: Instant::now(),
-            outcome: Some(false),
+        let started = Instant::now();
+        let failed = |err| {
+            self.kv.record(Operation::ListStream, key, false, started);
+            err
         };
-        let opened = self
+        match self
             .kv
-            .send(key_prefix, Operation::ListStream, open)
-            .await?;
-        let (mut stream, mut next) = match opened {
-            Ok(opened) => opened,
+            .send(key, Operation::ListStream, open)
+            .await
+            .map_err(failed)?
+        {
+            Ok((answered, (stream, first))) => Ok(Some(Chunks {
+                answered,
+                stream,
+                first: Some(first),
+                revision,
+                after_empty: false,
+                record: StreamRecord {
+                    kv: self.kv.clone(),
+                    key: key.to_owned(),
+                    started,
+                    ok: false,
+                },
+            })),
             Err((endpoint, err)) if is_unimplemented(&err) => {
-                record.outcome = None;
+                // Not a request etcd served: not recorded, as in kube.
                 self.client.range_stream.refused(Instant::now());
                 tracing::debug!(
-                    key = key_prefix,
+                    key,
                     endpoint,
-                    "etcd does not implement RangeStream: lists read with paged Range requests"
+                    "etcd does not implement RangeStream: ranges read with paged Range requests"
                 );
-                return Ok(Streamed::Unsupported);
+                Ok(None)
             }
-            Err((_, err)) => return Err(read_error(key_prefix, err, revision, true, None)),
+            Err((_, err)) => Err(failed(read_error(key, err, revision, true, None))),
+        }
+    }
+
+    /// Reads the range `[key_prefix, range_end)` at `revision` (0: the latest) with one
+    /// `RangeStream`, handing each chunk to `pages` as it arrives, and its items on to
+    /// `sink` when there is one. `resource_version` is the caller's minimum for a list
+    /// at the latest revision.
+    pub(super) async fn stream_list(
+        &self,
+        key_prefix: &str,
+        range_end: Vec<u8>,
+        revision: i64,
+        resource_version: &str,
+        pages: &mut ListPages<'_, T, Vec<u8>>,
+        sink: &mut Option<ChunkSink<'_, T>>,
+    ) -> Result<Streamed> {
+        let Some(mut chunks) = self.open_chunks(key_prefix, range_end, revision).await? else {
+            return Ok(Streamed::Unsupported);
         };
         let mut header_revision = None;
-        let mut after_empty = false;
-        while let Some(mut chunk) = next {
-            if after_empty {
-                // Only the last chunk may be empty (an empty range).
-                return Err(internal(
-                    key_prefix,
-                    "no results were found, but etcd indicated there were more values remaining",
-                ));
-            }
+        while let Some(mut chunk) = self.next_chunk(&mut chunks, key_prefix).await? {
             if let Some(header) = chunk.header() {
                 // The last chunk: its header is etcd's revision at the start of the
                 // stream, the one read at when none was asked for.
@@ -195,22 +240,18 @@ where
                 }
                 header_revision = Some(header.revision());
             }
-            after_empty = chunk.kvs().is_empty();
             self.take_chunk(&mut chunk, pages)?;
             drop(chunk);
-            next = self.next_chunk(&mut stream, key_prefix, revision).await?;
+            if let Some(sink) = sink.as_mut() {
+                sink(pages.take_items());
+            }
         }
         let revision = if revision > 0 {
             revision
         } else {
-            header_revision.ok_or_else(|| {
-                internal(
-                    key_prefix,
-                    format!("etcd's RangeStream for {key_prefix:?} ended without a revision"),
-                )
-            })?
+            header_revision.ok_or_else(|| no_revision(key_prefix))?
         };
-        record.outcome = Some(true);
+        chunks.finished();
         Ok(Streamed::Read { revision })
     }
 
@@ -235,22 +276,57 @@ where
     }
 
     /// The stream's next chunk, `None` once it ended; waiting for it takes at most the
-    /// store's request timeout, as one `Range` page would.
-    async fn next_chunk(
+    /// store's request timeout, as one `Range` page would. Only the last chunk may be
+    /// empty (an empty range): a chunk after an empty one is an error.
+    ///
+    /// A stream that breaks (its member died, the connection dropped) fails the read,
+    /// as in kube 1.37, whose `streamChunks` hands the error to its caller: etcd's Go
+    /// client repeats a server stream only before its first message, and not a
+    /// `RangeStream` at all. The caller lists again (a reflector relists). The member is
+    /// marked suspect, so that the next list goes to another, and the error names it.
+    pub(crate) async fn next_chunk(
         &self,
-        stream: &mut GetStreamResponse,
-        key_prefix: &str,
-        revision: i64,
+        chunks: &mut Chunks,
+        key: &str,
     ) -> Result<Option<GetResponse>> {
-        let message = stream.message();
-        let outcome = match self.kv.request_timeout {
-            Some(limit) => tokio::time::timeout(limit, message)
-                .await
-                .map_err(|_| timed_out(key_prefix, limit))?,
-            None => message.await,
+        let chunk = match chunks.first.take() {
+            Some(first) => first,
+            None => {
+                let message = chunks.stream.message();
+                let outcome = match self.kv.request_timeout {
+                    Some(limit) => tokio::time::timeout(limit, message)
+                        .await
+                        .map_err(|_| timed_out(key, limit))?,
+                    None => message.await,
+                };
+                outcome.map_err(|err| {
+                    if is_compacted(&err) || is_future_revision(&err) {
+                        read_error(key, err, chunks.revision, true, None)
+                    } else {
+                        self.kv.failed_after_answer(key, &chunks.answered, err)
+                    }
+                })?
+            }
         };
-        outcome.map_err(|err| read_error(key_prefix, err, revision, true, None))
+        if let Some(chunk) = &chunk {
+            if chunks.after_empty {
+                return Err(internal(
+                    key,
+                    "no results were found, but etcd indicated there were more values remaining",
+                ));
+            }
+            chunks.after_empty = chunk.kvs().is_empty();
+        }
+        Ok(chunk)
     }
+}
+
+/// A stream that ended without the last chunk's header.
+pub(crate) fn no_revision(key: &str) -> apistore_storage::StorageError {
+    internal(
+        key,
+        format!("etcd's RangeStream for {key:?} ended without a revision"),
+    )
 }
 
 #[cfg(test)]

@@ -245,3 +245,21 @@ impl Backend for Etcd3Backend {
         Some(self.store.active_watches())
     }
 }
+
+/// The text of etcd's `/metrics` on the member at `endpoint` (an `http://` client URL):
+/// a plain HTTP/1.0 GET on its client port.
+pub fn etcd_metrics(endpoint: &str) -> String {
+    let address = endpoint.strip_prefix("http://").unwrap();
+    let mut stream = std::net::TcpStream::connect(address).unwrap();
+    stream
+        .set_read_timeout(Some(Duration::from_secs(5)))
+        .unwrap();
+    std::io::Write::write_all(
+        &mut stream,
+        format!("GET /metrics HTTP/1.0\r\nHost: {address}\r\n\r\n").as_bytes(),
+    )
+    .unwrap();
+    let mut body = String::new();
+    std::io::Read::read_to_string(&mut stream, &mut body).unwrap();
+    body
+}
