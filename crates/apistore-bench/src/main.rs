@@ -54,6 +54,7 @@ mod list;
 mod machine;
 mod object;
 mod offline;
+mod pod;
 mod pods;
 mod raw;
 mod report;
