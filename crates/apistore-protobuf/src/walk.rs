@@ -35,16 +35,11 @@ pub(crate) fn collect_into<'a>(
     for seg in segs {
         for item in Fields::new(seg) {
             let (tag, val) = item?;
-            let Some(idx) = m.field_for_tag(tag) else {
+            let Some((idx, mask)) = m.field_and_mask(tag) else {
                 continue;
             };
-            if m.fields[idx].wire_mask & (1 << val.wire_type()) == 0 {
-                return Err(format!(
-                    "proto: wrong wireType = {} for field {} (tag {tag}) of {}",
-                    val.wire_type(),
-                    m.fields[idx].json,
-                    m.name
-                ));
+            if mask & (1 << val.wire_type()) == 0 {
+                return Err(wrong_wire_type(m, idx, tag, &val));
             }
             entries.push((idx, val));
         }
@@ -54,6 +49,16 @@ pub(crate) fn collect_into<'a>(
         entries.sort_by_key(|e| e.0);
     }
     Ok(())
+}
+
+#[cold]
+fn wrong_wire_type(m: &Message, idx: usize, tag: u32, val: &WireVal<'_>) -> String {
+    format!(
+        "proto: wrong wireType = {} for field {} (tag {tag}) of {}",
+        val.wire_type(),
+        m.fields.get(idx).map_or("?", |f| &*f.json),
+        m.name
+    )
 }
 
 /// The segments of a nested message: every length-delimited occurrence, merged.

@@ -139,6 +139,8 @@ fn run() -> Result<(), BoxError> {
         values.json.push(kp.decode_to_json(&stored)?);
         values.protobuf.push(stored);
     }
+    // The schemas are parsed when first used: not in the first timed round.
+    KubeProtobuf::latest();
     let chosen: Vec<&str> = match &o.only {
         Some(name) => vec![name.as_str()],
         None => REPRESENTATIONS.to_vec(),
