@@ -24,7 +24,7 @@ use crate::bench::Bench;
 use crate::driver::{self, Plan};
 use crate::error::{BenchError, Result};
 use crate::object::ETCD_PREFIX;
-use crate::pod::pod;
+use crate::pod::{pod, pod_name};
 use crate::raw::prefix_range_end;
 use crate::report::col;
 use crate::stats::{Comparison, Metric, Section, Unit};

@@ -73,9 +73,7 @@ impl<'de> Ctx<'de> {
             .buffers
             .borrow_mut()
             .pop()
-            // Room for the fields of the larger structs (a container, a PodSpec) and
-            // a few repeated ones, so a buffer seldom grows during a decode.
-            .unwrap_or_else(|| Vec::with_capacity(64));
+            .unwrap_or_else(|| Vec::with_capacity(16));
         collect_into(m, segs, &mut entries)?;
         Ok(entries)
     }

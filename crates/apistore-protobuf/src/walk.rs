@@ -239,6 +239,10 @@ pub(crate) fn is_empty_wrapped(
 
 /// The number of elements of a repeated field (packed numbers counted inside).
 pub(crate) fn count(inner: &Ty, vals: &[(usize, WireVal<'_>)]) -> Result<usize, String> {
+    if !matches!(inner, Ty::I32 | Ty::I64 | Ty::Bool | Ty::F64) {
+        // Nothing packed: one element per occurrence (asked of every list field).
+        return Ok(vals.len());
+    }
     let mut n = 0;
     for (_, v) in vals {
         match (inner, v) {
