@@ -382,9 +382,9 @@ impl<'p, 'de> ValueDe<'p, 'de> {
 impl<'de> de::Deserializer<'de> for ValueDe<'_, 'de> {
     type Error = DeError;
 
-    fn deserialize_any<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, DeError> {
-        let mut de = self;
-        de.resolve()?;
+    fn deserialize_any<V: Visitor<'de>>(mut self, visitor: V) -> Result<V::Value, DeError> {
+        self.resolve()?;
+        let de = self;
         let (ctx, path, depth) = (de.ctx, de.path, de.depth);
         match de.val {
             Val::Top(m, raw, av) => {
@@ -480,9 +480,9 @@ impl<'de> de::Deserializer<'de> for ValueDe<'_, 'de> {
         }
     }
 
-    fn deserialize_option<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, DeError> {
-        let mut de = self;
-        de.resolve()?;
+    fn deserialize_option<V: Visitor<'de>>(mut self, visitor: V) -> Result<V::Value, DeError> {
+        self.resolve()?;
+        let de = self;
         match de.val {
             Val::Null => visitor.visit_none(),
             Val::Raw(b) => {
@@ -506,13 +506,13 @@ impl<'de> de::Deserializer<'de> for ValueDe<'_, 'de> {
     }
 
     fn deserialize_enum<V: Visitor<'de>>(
-        self,
+        mut self,
         name: &'static str,
         variants: &'static [&'static str],
         visitor: V,
     ) -> Result<V::Value, DeError> {
-        let mut de = self;
-        de.resolve()?;
+        self.resolve()?;
+        let de = self;
         match de.val {
             Val::Str(b) => match go_string(b) {
                 Cow::Borrowed(s) => visitor.visit_enum(BorrowedStrDeserializer::new(s)),

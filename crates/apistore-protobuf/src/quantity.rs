@@ -20,9 +20,10 @@ pub(crate) fn canonical_cached(s: &str) -> Result<Cow<'_, str>, String> {
     const CAPACITY: usize = 512;
     /// Longer strings are not remembered.
     const LONGEST: usize = 64;
+    /// Quantity text -> its canonical form when that differs (`None`: already canonical).
+    type Seen = HashMap<Box<str>, Option<Box<str>>, BuildHasherDefault<Fnv>>;
     thread_local! {
-        static SEEN: RefCell<HashMap<Box<str>, Option<Box<str>>, BuildHasherDefault<Fnv>>> =
-            RefCell::new(HashMap::default());
+        static SEEN: RefCell<Seen> = RefCell::new(HashMap::default());
     }
     if s.len() > LONGEST {
         return canonical(s);

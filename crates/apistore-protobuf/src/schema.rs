@@ -336,7 +336,7 @@ fn parse_message(name: &str, def: &Value, index: &HashMap<&str, usize>) -> Resul
     for (i, f) in fields.iter().enumerate() {
         if f.tag != 0 && f.tag < DIRECT_TAGS {
             let slot = u16::try_from(i + 1).map_err(|_| format!("{name}: too many fields"))?;
-            tag_table[f.tag as usize] = u32::from(slot) | u32::from(f.wire_mask) << 16;
+            tag_table[f.tag as usize] = u32::from(slot) | (u32::from(f.wire_mask) << 16);
         }
     }
     let visit_absent = (0..fields.len())

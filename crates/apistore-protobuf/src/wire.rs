@@ -182,7 +182,7 @@ impl<'a> Iterator for Fields<'a> {
             match buf.get(pos + 1) {
                 Some(&b1) if b1 < 0x80 => {
                     pos += 2;
-                    u32::from(b0 & 0x7f) | u32::from(b1) << 7
+                    u32::from(b0 & 0x7f) | (u32::from(b1) << 7)
                 }
                 _ => return self.full(),
             }
