@@ -5,7 +5,8 @@
 //!
 //! Workloads, each named `kube ...` for `--only`:
 //! - `kube decode/Pod`: a stored value decoded into an object (apistore: `DynamicObject`
-//!   through the protobuf codec; kube: the storage codec into a typed `v1.Pod`), and the
+//!   through the protobuf codec, and k8s-openapi's typed `Pod` through
+//!   `KubeProtobuf::decode`; kube: the storage codec into a typed `v1.Pod`), and the
 //!   memory each decoded Pod holds;
 //! - `kube list whole` and `kube list pages of 500`: one caller listing all 10,000 Pods;
 //! - `kube store-list RV=<match> <scope>`: the shape of kube's `RunBenchmarkStoreList`
@@ -30,6 +31,7 @@ use apistore_storage::{
 };
 use apistore_value::IdentityTransformer;
 use etcd_client::{Compare, CompareOp, GetOptions as EtcdGetOptions, Txn, TxnOp};
+use k8s_openapi::api::core::v1::Pod;
 use serde_json::{Value, json};
 
 use crate::alloc::Window;
@@ -40,7 +42,7 @@ use crate::error::{BenchError, Result};
 use crate::gobench::{GoAnswer, GoArm};
 use crate::kube_pod::KubePod;
 use crate::object::ETCD_PREFIX;
-use crate::pods::{POD_NAME_PREFIX, pod, pod_name};
+use crate::pod::{POD_NAME_PREFIX, pod, pod_name};
 use crate::raw::prefix_range_end;
 use crate::side_by_side::{Collector, Row, Side, SideBySide, spec};
 use crate::stats::{Unit, median};
@@ -266,15 +268,26 @@ impl Bench {
         let objects = self.settings.list_objects;
         if self.settings.selected("kube decode/Pod") {
             println!("  kube decode/Pod");
-            let mut collector = Collector::new(&[
+            let specs = [
                 spec("decode/Pod", Unit::Seconds, false, Some(1.0)),
-                spec("memory/decoded Pod", Unit::Bytes, false, None),
-            ]);
+                spec("memory/decoded Pod", Unit::Bytes, false, Some(1.0)),
+            ];
+            // Both of apistore's representations against the same answer of Go's.
+            let (mut dynamic, mut typed) = (Collector::new(&specs), Collector::new(&specs));
             let request =
                 json!({"op": "decode", "etcdPrefix": format!("{ETCD_PREFIX}{RESOURCE}/")});
+            let codec = StorageCodec::<DynamicObject>::new(MediaType::Protobuf);
+            let latest = KubeProtobuf::latest();
             for _ in 0..rounds {
                 if self.runs(Side::Apistore) {
-                    collector.push(Side::Apistore, decode_dynamic(values)?);
+                    dynamic.push(
+                        Side::Apistore,
+                        decode_each(values, |v| Ok(codec.decode(v)?))?,
+                    );
+                    typed.push(
+                        Side::Apistore,
+                        decode_each(values, |v| Ok(latest.decode::<Pod>(v)?))?,
+                    );
                 }
                 if self.runs(Side::Kube) {
                     let answer = Self::ask(go, &request)?;
@@ -284,14 +297,18 @@ impl Bench {
                             answer.ops
                         )));
                     }
-                    collector.push(
-                        Side::Kube,
-                        vec![answer.decode_seconds, answer.bytes_per_object],
-                    );
+                    for collector in [&mut dynamic, &mut typed] {
+                        collector.push(
+                            Side::Kube,
+                            vec![answer.decode_seconds, answer.bytes_per_object],
+                        );
+                    }
                 }
             }
             out.rows
-                .push(collector.row("kube decode/Pod, protobuf → object".to_owned()));
+                .push(dynamic.row("kube decode/Pod, protobuf → DynamicObject".to_owned()));
+            out.rows
+                .push(typed.row("kube decode/Pod, protobuf → typed Pod".to_owned()));
         }
 
         for (name, limit) in [
@@ -741,27 +758,27 @@ fn bump_counter(pod: &mut KubePod) {
     annotations.insert(COUNTER.to_owned(), next.to_string());
 }
 
-/// Decodes every value into a `DynamicObject` through the protobuf codec: seconds per
-/// value, then bytes held per decoded value (a second pass, counted by the allocator).
-fn decode_dynamic(values: &[Vec<u8>]) -> Result<Vec<f64>> {
-    let codec = StorageCodec::<DynamicObject>::new(MediaType::Protobuf);
+/// Decodes every value with `decode` (apistore: into a `DynamicObject` through the
+/// protobuf codec, or into k8s-openapi's typed `Pod`): seconds per value, then bytes
+/// held per decoded value (a second pass, counted by the allocator; the objects'
+/// inline parts in a `Vec` sized before counting starts, and their heap).
+fn decode_each<T>(values: &[Vec<u8>], decode: impl Fn(&[u8]) -> Result<T>) -> Result<Vec<f64>> {
     let started = Instant::now();
     for value in values {
-        let object: DynamicObject = codec.decode(value)?;
-        black_box(object);
+        black_box(decode(value)?);
     }
     let per_object = started.elapsed().as_secs_f64() / values.len().max(1) as f64;
-    let window = Window::open();
     let mut held = Vec::with_capacity(values.len());
+    let window = Window::open();
     for value in values {
-        let object: DynamicObject = codec.decode(value)?;
-        held.push(object);
+        held.push(decode(value)?);
     }
     let counted = window.close();
+    let inline = std::mem::size_of::<T>() * values.len();
     drop(held);
     Ok(vec![
         per_object,
-        counted.net as f64 / values.len().max(1) as f64,
+        (counted.net as f64 + inline as f64) / values.len().max(1) as f64,
     ])
 }
 

@@ -56,6 +56,7 @@ mod list;
 mod machine;
 mod object;
 mod offline;
+mod pod;
 mod pods;
 mod range_stream;
 mod raw;

@@ -29,7 +29,7 @@ use futures::StreamExt;
 use serde_json::{Value, json};
 
 use crate::error::{BenchError, Result};
-use crate::pods::{pod, pod_name};
+use crate::pod::{pod, pod_name};
 use crate::settings::Settings;
 
 /// Where `cargo xtask bench` puts the etcdutl it built.

@@ -317,8 +317,25 @@ impl<'p, 'de> ValueDe<'p, 'de> {
     }
 
     /// Turns a special type into the value it stands for (a Time into its string, a
-    /// JSONSchemaPropsOrBool into a schema or a bool, ...).
-    fn resolve(mut self) -> Result<Self, DeError> {
+    /// JSONSchemaPropsOrBool into a schema or a bool, ...). Every value passes here,
+    /// most of them no special type: that check is inlined, the work is not.
+    #[inline(always)]
+    fn resolve(&mut self) -> Result<(), DeError> {
+        match &self.val {
+            Val::Message(id, _)
+                if !matches!(
+                    self.ctx.schema.messages[*id].special,
+                    Special::None | Special::TypeMeta
+                ) =>
+            {
+                self.resolve_special()
+            }
+            _ => Ok(()),
+        }
+    }
+
+    #[inline(never)]
+    fn resolve_special(&mut self) -> Result<(), DeError> {
         while let Val::Message(id, segs) = &self.val {
             let m = &self.ctx.schema.messages[*id];
             if matches!(m.special, Special::None | Special::TypeMeta) {
@@ -354,7 +371,7 @@ impl<'p, 'de> ValueDe<'p, 'de> {
             self.depth = depth;
             self.val = val;
         }
-        Ok(self)
+        Ok(())
     }
 
     fn raw_json(&self, b: &[u8]) -> Result<(), DeError> {
@@ -365,8 +382,9 @@ impl<'p, 'de> ValueDe<'p, 'de> {
 impl<'de> de::Deserializer<'de> for ValueDe<'_, 'de> {
     type Error = DeError;
 
-    fn deserialize_any<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, DeError> {
-        let de = self.resolve()?;
+    fn deserialize_any<V: Visitor<'de>>(mut self, visitor: V) -> Result<V::Value, DeError> {
+        self.resolve()?;
+        let de = self;
         let (ctx, path, depth) = (de.ctx, de.path, de.depth);
         match de.val {
             Val::Top(m, raw, av) => {
@@ -462,8 +480,9 @@ impl<'de> de::Deserializer<'de> for ValueDe<'_, 'de> {
         }
     }
 
-    fn deserialize_option<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, DeError> {
-        let de = self.resolve()?;
+    fn deserialize_option<V: Visitor<'de>>(mut self, visitor: V) -> Result<V::Value, DeError> {
+        self.resolve()?;
+        let de = self;
         match de.val {
             Val::Null => visitor.visit_none(),
             Val::Raw(b) => {
@@ -487,12 +506,13 @@ impl<'de> de::Deserializer<'de> for ValueDe<'_, 'de> {
     }
 
     fn deserialize_enum<V: Visitor<'de>>(
-        self,
+        mut self,
         name: &'static str,
         variants: &'static [&'static str],
         visitor: V,
     ) -> Result<V::Value, DeError> {
-        let de = self.resolve()?;
+        self.resolve()?;
+        let de = self;
         match de.val {
             Val::Str(b) => match go_string(b) {
                 Cow::Borrowed(s) => visitor.visit_enum(BorrowedStrDeserializer::new(s)),
@@ -766,6 +786,15 @@ struct ElementsAccess<'p, 'de> {
 
 impl<'de> SeqAccess<'de> for ElementsAccess<'_, 'de> {
     type Error = DeError;
+
+    /// The elements left, exactly, when each occurrence is one element (packed
+    /// numbers are not counted ahead): a `Vec` visitor then allocates once.
+    fn size_hint(&self) -> Option<usize> {
+        match self.inner {
+            Ty::I32 | Ty::I64 | Ty::Bool | Ty::F64 => None,
+            _ => Some(self.vals.len().saturating_sub(self.i)),
+        }
+    }
 
     fn next_element_seed<T: DeserializeSeed<'de>>(
         &mut self,

@@ -10,6 +10,7 @@
 use std::borrow::Cow;
 use std::cell::RefCell;
 use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hasher};
 
 /// [`canonical`], remembered per thread for the strings seen recently: a list of
 /// objects repeats the same few quantities (`"1"`, `"512Mi"`, `"250m"`) in every
@@ -19,8 +20,10 @@ pub(crate) fn canonical_cached(s: &str) -> Result<Cow<'_, str>, String> {
     const CAPACITY: usize = 512;
     /// Longer strings are not remembered.
     const LONGEST: usize = 64;
+    /// Quantity text -> its canonical form when that differs (`None`: already canonical).
+    type Seen = HashMap<Box<str>, Option<Box<str>>, BuildHasherDefault<Fnv>>;
     thread_local! {
-        static SEEN: RefCell<HashMap<Box<str>, Option<Box<str>>>> = RefCell::new(HashMap::new());
+        static SEEN: RefCell<Seen> = RefCell::new(HashMap::default());
     }
     if s.len() > LONGEST {
         return canonical(s);
@@ -48,6 +51,32 @@ pub(crate) fn canonical_cached(s: &str) -> Result<Cow<'_, str>, String> {
             });
             Ok(c)
         }
+    }
+}
+
+/// FNV-1a: the quantity cache's keys are a few short strings of our own process,
+/// hashed on every decode of every quantity, where SipHash's resistance to chosen keys
+/// buys nothing (a caller filling the cache with colliding keys only slows its own
+/// lookups in a map cleared at 512 entries).
+#[derive(Default)]
+struct Fnv(u64);
+
+impl Hasher for Fnv {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        let mut h = if self.0 == 0 {
+            0xcbf2_9ce4_8422_2325
+        } else {
+            self.0
+        };
+        for &b in bytes {
+            h ^= u64::from(b);
+            h = h.wrapping_mul(0x0100_0000_01b3);
+        }
+        self.0 = h;
     }
 }
 

@@ -105,8 +105,9 @@ pub(crate) struct Message {
     pub(crate) fields: Vec<Field>,
     /// Field indices in ascending tag order (protobuf order); tag 0 left out.
     pub(crate) by_tag: Vec<usize>,
-    /// `tag -> field index + 1` (0: no such field) for tags below [`DIRECT_TAGS`].
-    pub(crate) tag_table: Box<[u16]>,
+    /// `tag -> (field index + 1) | wire mask << 16` (0: no such field) for tags below
+    /// [`DIRECT_TAGS`]: the wire scan's one lookup per field gives both.
+    pub(crate) tag_table: Box<[u32]>,
     /// Every JSON name this struct accepts, inline structs flattened, sorted.
     pub(crate) json_names: Vec<Box<str>>,
     /// The fields Go's JSON has something for even when they are absent from the
@@ -117,9 +118,18 @@ pub(crate) struct Message {
 
 impl Message {
     /// The index of the field with this protobuf tag.
+    #[inline]
     pub(crate) fn field_for_tag(&self, tag: u32) -> Option<usize> {
-        if let Some(&i) = self.tag_table.get(tag as usize) {
-            return usize::from(i).checked_sub(1);
+        self.field_and_mask(tag).map(|(i, _)| i)
+    }
+
+    /// The index of the field with this protobuf tag, and the wire types Go accepts
+    /// for it ([`Field::wire_mask`]).
+    #[inline]
+    pub(crate) fn field_and_mask(&self, tag: u32) -> Option<(usize, u8)> {
+        if let Some(&e) = self.tag_table.get(tag as usize) {
+            let i = (e & 0xffff) as usize;
+            return i.checked_sub(1).map(|i| (i, (e >> 16) as u8));
         }
         if tag < DIRECT_TAGS {
             return None;
@@ -128,6 +138,7 @@ impl Message {
             .binary_search_by_key(&tag, |&i| self.fields[i].tag)
             .ok()
             .map(|pos| self.by_tag[pos])
+            .and_then(|i| Some((i, self.fields.get(i)?.wire_mask)))
     }
 
     /// The index of the field with this tag, for the special types' fixed layouts.
@@ -146,8 +157,9 @@ pub(crate) struct KindEntry {
 #[derive(Debug)]
 pub(crate) struct Schema {
     pub(crate) messages: Vec<Message>,
-    /// (apiVersion, kind) -> kind entry.
-    pub(crate) kinds: HashMap<(Box<str>, Box<str>), KindEntry>,
+    /// apiVersion -> kind -> kind entry: two levels, so a lookup by `&str`s needs no
+    /// owned key (every decode looks its kind up).
+    pub(crate) kinds: HashMap<Box<str>, HashMap<Box<str>, KindEntry>>,
     /// Go type name -> message index.
     pub(crate) by_name: HashMap<Box<str>, usize>,
 }
@@ -192,7 +204,10 @@ impl Schema {
             let message = *index
                 .get(ty)
                 .ok_or_else(|| format!("kind {av} {kind}: no type {ty}"))?;
-            kinds.insert((av.into(), kind.into()), KindEntry { message });
+            kinds
+                .entry(Box::from(av))
+                .or_insert_with(HashMap::new)
+                .insert(Box::from(kind), KindEntry { message });
         }
         let by_name = messages
             .iter()
@@ -204,6 +219,12 @@ impl Schema {
             kinds,
             by_name,
         })
+    }
+
+    /// How many (apiVersion, kind) pairs the schema has.
+    #[cfg(test)]
+    pub(crate) fn kind_count(&self) -> usize {
+        self.kinds.values().map(HashMap::len).sum()
     }
 
     /// A schema with no kinds.
@@ -227,10 +248,10 @@ impl Schema {
 
     /// The kind's name as the schema holds it (for error messages) and its message.
     pub(crate) fn kind_entry(&self, api_version: &str, kind: &str) -> Option<(&str, &Message)> {
-        // A borrowed lookup key would need a custom Borrow; kinds are few and short.
         self.kinds
-            .get_key_value(&(Box::from(api_version), Box::from(kind)))
-            .map(|(k, e)| (&*k.1, &self.messages[e.message]))
+            .get(api_version)?
+            .get_key_value(kind)
+            .map(|(k, e)| (&**k, &self.messages[e.message]))
     }
 }
 
@@ -311,11 +332,11 @@ fn parse_message(name: &str, def: &Value, index: &HashMap<&str, usize>) -> Resul
         .filter(|&t| t < DIRECT_TAGS)
         .max()
         .unwrap_or(0);
-    let mut tag_table = vec![0u16; top as usize + 1];
+    let mut tag_table = vec![0u32; top as usize + 1];
     for (i, f) in fields.iter().enumerate() {
         if f.tag != 0 && f.tag < DIRECT_TAGS {
             let slot = u16::try_from(i + 1).map_err(|_| format!("{name}: too many fields"))?;
-            tag_table[f.tag as usize] = slot;
+            tag_table[f.tag as usize] = u32::from(slot) | (u32::from(f.wire_mask) << 16);
         }
     }
     let visit_absent = (0..fields.len())
@@ -377,7 +398,7 @@ mod tests {
         ] {
             assert!(s.kind(av, k).is_some(), "{av} {k}");
         }
-        assert!(s.kinds.len() > 250, "{}", s.kinds.len());
+        assert!(s.kind_count() > 250, "{}", s.kind_count());
     }
 
     #[test]

@@ -35,16 +35,11 @@ pub(crate) fn collect_into<'a>(
     for seg in segs {
         for item in Fields::new(seg) {
             let (tag, val) = item?;
-            let Some(idx) = m.field_for_tag(tag) else {
+            let Some((idx, mask)) = m.field_and_mask(tag) else {
                 continue;
             };
-            if m.fields[idx].wire_mask & (1 << val.wire_type()) == 0 {
-                return Err(format!(
-                    "proto: wrong wireType = {} for field {} (tag {tag}) of {}",
-                    val.wire_type(),
-                    m.fields[idx].json,
-                    m.name
-                ));
+            if mask & (1 << val.wire_type()) == 0 {
+                return Err(wrong_wire_type(m, idx, tag, &val));
             }
             entries.push((idx, val));
         }
@@ -54,6 +49,16 @@ pub(crate) fn collect_into<'a>(
         entries.sort_by_key(|e| e.0);
     }
     Ok(())
+}
+
+#[cold]
+fn wrong_wire_type(m: &Message, idx: usize, tag: u32, val: &WireVal<'_>) -> String {
+    format!(
+        "proto: wrong wireType = {} for field {} (tag {tag}) of {}",
+        val.wire_type(),
+        m.fields.get(idx).map_or("?", |f| &*f.json),
+        m.name
+    )
 }
 
 /// The segments of a nested message: every length-delimited occurrence, merged.
@@ -234,6 +239,10 @@ pub(crate) fn is_empty_wrapped(
 
 /// The number of elements of a repeated field (packed numbers counted inside).
 pub(crate) fn count(inner: &Ty, vals: &[(usize, WireVal<'_>)]) -> Result<usize, String> {
+    if !matches!(inner, Ty::I32 | Ty::I64 | Ty::Bool | Ty::F64) {
+        // Nothing packed: one element per occurrence (asked of every list field).
+        return Ok(vals.len());
+    }
     let mut n = 0;
     for (_, v) in vals {
         match (inner, v) {

@@ -12,6 +12,7 @@ pub(crate) enum WireVal<'a> {
 
 impl WireVal<'_> {
     /// The wire type number, for error messages.
+    #[inline]
     pub(crate) fn wire_type(&self) -> u8 {
         match self {
             Self::Varint(_) => 0,
@@ -166,29 +167,55 @@ impl<'a> Fields<'a> {
 impl<'a> Iterator for Fields<'a> {
     type Item = Result<(u32, WireVal<'a>), String>;
 
-    #[inline]
+    /// The common cases inline: a key of one or two bytes (fields 1 to 2047) with a
+    /// varint, or a length that fits. Anything else (and every error) takes the full
+    /// path from the same position.
+    #[inline(always)]
     fn next(&mut self) -> Option<Self::Item> {
-        // The common case in one go: a one-byte key of field 1..15 with a one-byte
-        // varint or a one-byte length that fits. Anything else takes the full path.
-        if let (Some(&key), Some(&next)) = (self.buf.get(self.pos), self.buf.get(self.pos + 1)) {
-            let (field, wire) = (u32::from(key >> 3), key & 7);
-            if key < 0x80 && field != 0 && next < 0x80 {
-                match wire {
-                    0 => {
-                        self.pos += 2;
-                        return Some(Ok((field, WireVal::Varint(u64::from(next)))));
+        let buf = self.buf;
+        let mut pos = self.pos;
+        let b0 = *buf.get(pos)?;
+        let key = if b0 < 0x80 {
+            pos += 1;
+            u32::from(b0)
+        } else {
+            match buf.get(pos + 1) {
+                Some(&b1) if b1 < 0x80 => {
+                    pos += 2;
+                    u32::from(b0 & 0x7f) | (u32::from(b1) << 7)
+                }
+                _ => return self.full(),
+            }
+        };
+        let field = key >> 3;
+        if field != 0 {
+            match key & 7 {
+                0 => {
+                    if let Ok(v) = read_varint(buf, &mut pos) {
+                        self.pos = pos;
+                        return Some(Ok((field, WireVal::Varint(v))));
                     }
-                    2 => {
-                        let start = self.pos + 2;
-                        if let Some(b) = self.buf.get(start..start + usize::from(next)) {
-                            self.pos = start + usize::from(next);
+                }
+                2 => {
+                    if let Ok(len) = read_varint(buf, &mut pos) {
+                        let end = usize::try_from(len).ok().and_then(|n| pos.checked_add(n));
+                        if let Some(b) = end.and_then(|end| buf.get(pos..end)) {
+                            self.pos = pos + b.len();
                             return Some(Ok((field, WireVal::Bytes(b))));
                         }
                     }
-                    _ => {}
                 }
+                _ => {}
             }
         }
+        self.full()
+    }
+}
+
+impl<'a> Fields<'a> {
+    /// The next field by the full path, errors included.
+    #[inline(never)]
+    fn full(&mut self) -> Option<Result<(u32, WireVal<'a>), String>> {
         match self.next_field() {
             Ok(Some(f)) => Some(Ok(f)),
             Ok(None) => None,
