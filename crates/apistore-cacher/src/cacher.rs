@@ -31,6 +31,7 @@ pub(crate) struct Settings {
     pub(crate) watch_list: bool,
     pub(crate) list_page_size: i64,
     pub(crate) list_from_cache_snapshot: bool,
+    pub(crate) initial_events_end_at_once: bool,
 }
 
 /// What the cacher and its reflector task share.
@@ -123,6 +124,7 @@ impl<S: Storage + 'static> Cacher<S> {
                 watch_list: config.watch_list,
                 list_page_size: config.list_page_size.max(1),
                 list_from_cache_snapshot: config.list_from_cache_snapshot,
+                initial_events_end_at_once: config.initial_events_end_at_once,
             },
             metrics,
             relist: Notify::new(),

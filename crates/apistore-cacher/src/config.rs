@@ -60,6 +60,10 @@ pub struct CacherConfig<T> {
     /// lists go to the backend. On by default, as for the newest kube;
     /// [`Self::with_kube_version`] sets it per version.
     pub list_from_cache_snapshot: bool,
+    /// Send a watch-list's initial-events-end bookmark right after its initial events
+    /// (kube 1.32+), not on the next bookmark tick, up to a second later (kube 1.31).
+    /// On by default, as for the newest kube; [`Self::with_kube_version`] sets it.
+    pub initial_events_end_at_once: bool,
     /// kube's `DetectCacheInconsistency` (beta and on from kube 1.34): how often to
     /// compare the cache with the backend at the cache's revision (see
     /// [`Cacher::check_consistency`](crate::Cacher::check_consistency)); `None`: never.
@@ -86,6 +90,7 @@ impl<T: ApiObject> CacherConfig<T> {
             watch_list: false,
             list_page_size: DEFAULT_LIST_PAGE_SIZE,
             list_from_cache_snapshot: true,
+            initial_events_end_at_once: true,
             consistency_check_period: Some(DEFAULT_CONSISTENCY_CHECK_PERIOD),
             metrics: None,
         }
@@ -109,8 +114,11 @@ impl<T: ApiObject> CacherConfig<T> {
     /// Behaves as the cacher of kube `version` where the versions differ (builder
     /// style): snapshots ([`Self::list_from_cache_snapshot`]) and consistency checks
     /// ([`Self::consistency_check_period`], every
-    /// [`DEFAULT_CONSISTENCY_CHECK_PERIOD`]) from 1.34 on, neither before.
+    /// [`DEFAULT_CONSISTENCY_CHECK_PERIOD`]) from 1.34 on, neither before; the
+    /// initial-events-end bookmark at once from 1.32
+    /// ([`Self::initial_events_end_at_once`]).
     pub fn with_kube_version(mut self, version: KubeVersion) -> Self {
+        self.initial_events_end_at_once = version >= KubeVersion::V1_32;
         let since_1_34 = version >= KubeVersion::V1_34;
         self.list_from_cache_snapshot = since_1_34;
         self.consistency_check_period = since_1_34.then_some(DEFAULT_CONSISTENCY_CHECK_PERIOD);

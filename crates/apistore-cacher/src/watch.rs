@@ -102,10 +102,15 @@ impl<S: Storage> Shared<S> {
             bookmark_state: Arc::clone(&bookmark_state),
         });
         drop(state);
+        // kube 1.32+: the bookmark that ends a watch-list's initial events follows them
+        // at once, at the cache's revision when the watch was registered.
+        let initial_events_end =
+            (list_watch && self.settings.initial_events_end_at_once).then_some(resource_version);
         Ok(Box::pin(CacheWatcher {
             initial: interval,
             initial_sent: 0,
             initial_done: false,
+            initial_events_end,
             resource_version,
             live,
             batch: None,

@@ -69,6 +69,9 @@ pub(crate) struct CacheWatcher<T> {
     pub(crate) initial: Interval<T>,
     pub(crate) initial_sent: u64,
     pub(crate) initial_done: bool,
+    /// The revision of the initial-events-end bookmark to send right after the initial
+    /// events (a watch-list at kube 1.32+); `None`: the dispatcher sends it on a tick.
+    pub(crate) initial_events_end: Option<u64>,
     /// The newest revision already covered; later deliveries of older events (the
     /// dispatcher may hand over what the interval already held) are skipped.
     pub(crate) resource_version: u64,
@@ -125,6 +128,14 @@ impl<T: ApiObject + Clone + Default> Stream for CacheWatcher<T> {
             this.initial_done = true;
             if this.initial_sent > 0 {
                 this.metrics.init_events.inc_by(this.initial_sent);
+            }
+            if let Some(resource_version) = this.initial_events_end.take()
+                && this.bookmark_state.load(Ordering::Acquire) != BOOKMARK_SENT
+            {
+                let bookmark = this.bookmark(resource_version);
+                this.bookmark_state.store(BOOKMARK_SENT, Ordering::Release);
+                this.resource_version = this.resource_version.max(resource_version);
+                return Poll::Ready(Some(bookmark));
             }
         }
         loop {

@@ -13,8 +13,8 @@ use std::time::Duration;
 use apistore_cacher::{Cacher, CacherConfig};
 use apistore_memory::{KvConfig, MemoryKv, MemoryStore, MemoryStoreConfig};
 use apistore_storage::{
-    DeleteOptions, INITIAL_EVENTS_END_ANNOTATION, ListOptions, ResourceVersionMatch, Storage,
-    Update, UpdateOptions, WatchEvent, WatchStream,
+    DeleteOptions, INITIAL_EVENTS_END_ANNOTATION, KubeVersion, ListOptions, ResourceVersionMatch,
+    Storage, Update, UpdateOptions, WatchEvent, WatchStream,
 };
 use apistore_testing::suite::Pod;
 use futures::StreamExt as _;
@@ -35,7 +35,10 @@ async fn next_event(w: &mut WatchStream<Pod>) -> WatchEvent<Pod> {
 }
 
 /// A ready cache over a memory store holding `PODS` pods in `ns` and one in `other`.
-async fn cached_pods(watch_list: bool) -> (MemoryStore<Pod>, Cacher<MemoryStore<Pod>>) {
+async fn cached_pods(
+    watch_list: bool,
+    version: KubeVersion,
+) -> (MemoryStore<Pod>, Cacher<MemoryStore<Pod>>) {
     let backend: MemoryStore<Pod> = MemoryStore::new(
         MemoryKv::new(KvConfig::default()),
         MemoryStoreConfig::for_resource("pods"),
@@ -46,7 +49,9 @@ async fn cached_pods(watch_list: bool) -> (MemoryStore<Pod>, Cacher<MemoryStore<
     }
     let other = Pod::new("other", "pod-0000");
     backend.create(&other.key(), other, 0).await.unwrap();
-    let mut config = CacherConfig::new("/pods", "pods").with_key_fn(Pod::key);
+    let mut config = CacherConfig::new("/pods", "pods")
+        .with_key_fn(Pod::key)
+        .with_kube_version(version);
     config.watch_list = watch_list;
     config.consistent_reads_from_cache = true;
     let cacher = Cacher::new(backend.clone(), config);
@@ -143,7 +148,7 @@ async fn read_and_check(
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_watch_from_0_starts_with_the_objects_as_they_were_when_it_was_registered() {
-    let (backend, cacher) = cached_pods(false).await;
+    let (backend, cacher) = cached_pods(false, KubeVersion::V1_37).await;
     let snapshot_rv = cacher.resource_version();
     let options = ListOptions::prefix().at("0", ResourceVersionMatch::Unset);
     let mut w = cacher.watch("/pods/ns", &options).await.unwrap();
@@ -155,9 +160,11 @@ async fn a_watch_from_0_starts_with_the_objects_as_they_were_when_it_was_registe
     );
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_streaming_list_starts_with_the_snapshot_then_its_end_bookmark() {
-    let (backend, cacher) = cached_pods(true).await;
+/// A streaming list of the cache of kube `version`: the bookmarks it saw (revision,
+/// end annotation, events before it), up to its initial-events-end bookmark, and the
+/// cache's revision when it was registered.
+async fn streaming_list(version: KubeVersion) -> (Vec<(u64, bool, usize)>, u64) {
+    let (backend, cacher) = cached_pods(true, version).await;
     let snapshot_rv = cacher.resource_version();
     let mut options = ListOptions::prefix();
     options.send_initial_events = Some(true);
@@ -166,7 +173,8 @@ async fn a_streaming_list_starts_with_the_snapshot_then_its_end_bookmark() {
     let changes = change_after_registration(&backend, &cacher).await;
     let mut bookmarks = read_and_check(&mut w, snapshot_rv, &changes).await;
     if !bookmarks.iter().any(|(_, end, _)| *end) {
-        // The end bookmark goes out on the cacher's next bookmark tick (once a second).
+        // Before kube 1.32 the end bookmark goes out on the cacher's next bookmark tick
+        // (once a second).
         loop {
             if let WatchEvent::Bookmark(object) = next_event(&mut w).await {
                 let end = object
@@ -178,6 +186,29 @@ async fn a_streaming_list_starts_with_the_snapshot_then_its_end_bookmark() {
             }
         }
     }
+    assert_eq!(
+        bookmarks.iter().filter(|(_, end, _)| *end).count(),
+        1,
+        "one end bookmark: {bookmarks:?}"
+    );
+    (bookmarks, snapshot_rv)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_streaming_list_starts_with_the_snapshot_then_its_end_bookmark() {
+    // kube 1.32+: the end bookmark follows the initial events at once, at the revision
+    // the watch was registered at, before any later change.
+    let (bookmarks, snapshot_rv) = streaming_list(KubeVersion::V1_37).await;
+    assert_eq!(
+        bookmarks[0],
+        (snapshot_rv, true, PODS),
+        "the first bookmark ends the initial events right after them: {bookmarks:?}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_streaming_list_at_kube_1_31_gets_its_end_bookmark_on_a_tick() {
+    let (bookmarks, snapshot_rv) = streaming_list(KubeVersion::V1_31).await;
     let (at, end, after) = bookmarks[0];
     assert!(
         end,
@@ -185,9 +216,4 @@ async fn a_streaming_list_starts_with_the_snapshot_then_its_end_bookmark() {
     );
     assert!(at >= snapshot_rv, "{bookmarks:?}");
     assert!(after >= PODS, "after every initial event: {bookmarks:?}");
-    assert_eq!(
-        bookmarks.iter().filter(|(_, end, _)| *end).count(),
-        1,
-        "one end bookmark: {bookmarks:?}"
-    );
 }
