@@ -194,9 +194,10 @@ where
         }
     }
 
-    /// Whether the list stopped reading after corrupt objects: it is complete, and
-    /// [`Self::finish`] fails naming them.
-    fn stopped(&self) -> bool {
+    /// Whether the list stopped reading after corrupt objects (the hundredth, or another
+    /// error after them): a backend reads no more pages or chunks, and [`Self::finish`]
+    /// fails naming them.
+    pub fn stopped(&self) -> bool {
         self.unreadable
             .as_ref()
             .is_some_and(|unreadable| unreadable.truncated || unreadable.aborted.is_some())

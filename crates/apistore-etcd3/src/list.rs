@@ -180,7 +180,7 @@ where
             if let Some(sink) = sink.as_mut() {
                 sink(list.pages.take_items());
             }
-            if complete && !(chunked_pages && page.more) {
+            if complete && (!(chunked_pages && page.more) || list.pages.stopped()) {
                 break;
             }
         }

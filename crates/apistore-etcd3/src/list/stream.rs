@@ -245,6 +245,13 @@ where
             if let Some(sink) = sink.as_mut() {
                 sink(pages.take_items());
             }
+            if pages.stopped() {
+                // The list fails naming its corrupt objects: the rest of the stream is
+                // not read (dropping it cancels it), and the revision is not needed.
+                return Ok(Streamed::Read {
+                    revision: revision.max(0),
+                });
+            }
         }
         let revision = if revision > 0 {
             revision
