@@ -7,7 +7,7 @@
 
 use std::time::{Duration, Instant};
 
-use apistore::{ApiStore, BuildError, DynamicObject, PollError, Storage};
+use apistore::{ApiStore, BuildError, DynamicObject, KubeVersion, PollError, Storage};
 use apistore_testing::etcd::{EtcdOptions, EtcdServer};
 
 const TICK: Duration = Duration::from_millis(100);
@@ -32,10 +32,16 @@ fn series(registry: &apistore::prometheus::Registry, name: &str) -> Vec<(Vec<Str
         .collect()
 }
 
+/// The polls made: kube 1.37's `Stats` reads a count, or the keys when it estimates
+/// sizes.
 fn count_requests(registry: &apistore::prometheus::Registry) -> f64 {
     series(registry, "etcd_requests_total")
         .into_iter()
-        .filter(|(labels, _)| labels.first().is_some_and(|op| op == "listWithCount"))
+        .filter(|(labels, _)| {
+            labels
+                .iter()
+                .any(|op| op == "listWithCount" || op == "listOnlyKeys")
+        })
         .map(|(_, value)| value)
         .sum()
 }
@@ -80,19 +86,23 @@ async fn the_builder_polls_counts_and_size_until_the_api_store_is_dropped() {
         .await
         .unwrap();
 
+    // The builder follows kube 1.37, which counts in `apiserver_resource_objects`
+    // by group and resource (and hides `apiserver_storage_objects`).
     let objects = || {
-        let mut s = series(&registry, "apiserver_storage_objects");
+        let mut s = series(&registry, "apiserver_resource_objects");
         s.sort_by(|a, b| a.0.cmp(&b.0));
         s
     };
+    let group_resource = |resource: &str| vec!["example.com".to_owned(), resource.to_owned()];
     eventually("both counts", || {
         objects()
             == vec![
-                (vec!["gadgets.example.com".to_owned()], 1.0),
-                (vec!["widgets.example.com".to_owned()], 3.0),
+                (group_resource("gadgets"), 1.0),
+                (group_resource("widgets"), 3.0),
             ]
     })
     .await;
+    assert!(series(&registry, "apiserver_storage_objects").is_empty());
     eventually("the size of etcd-0", || {
         series(&registry, "apiserver_storage_size_bytes")
             .iter()
@@ -153,5 +163,47 @@ async fn poll_intervals_need_metrics_and_a_nonzero_interval() {
     assert!(
         matches!(err, BuildError::Poll(PollError::ZeroInterval { .. })),
         "{err}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_metrics_follow_the_builders_kube_version() {
+    let etcd = EtcdServer::start(EtcdOptions::default()).unwrap_or_else(|err| panic!("{err}"));
+    let registry = apistore::prometheus::Registry::new();
+    let api = ApiStore::builder()
+        .endpoints([etcd.endpoint()])
+        .kube_version(KubeVersion::V1_31)
+        .metrics_registry(&registry)
+        .unwrap()
+        .object_count_poll_interval(TICK)
+        .build()
+        .await
+        .unwrap();
+    assert_eq!(
+        api.metrics().map(|m| m.kube_version()),
+        Some(KubeVersion::V1_31)
+    );
+    let widgets = api.dynamic_store("widgets.example.com").unwrap();
+    widgets
+        .create(
+            "example.com/widgets/w0",
+            DynamicObject::new("example.com/v1", "Widget", "w0"),
+            0,
+        )
+        .await
+        .unwrap();
+    // kube 1.31: one group-resource label, and no 1.34 families.
+    eventually("the 1.31 count", || {
+        series(&registry, "apiserver_storage_objects")
+            == vec![(vec!["widgets.example.com".to_owned()], 1.0)]
+    })
+    .await;
+    assert!(series(&registry, "apiserver_resource_objects").is_empty());
+    assert!(
+        series(&registry, "etcd_requests_total")
+            .iter()
+            .any(|(labels, n)| labels == &["create", "widgets.example.com"] && *n == 1.0),
+        "{:?}",
+        series(&registry, "etcd_requests_total")
     );
 }

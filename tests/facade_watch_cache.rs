@@ -175,3 +175,56 @@ async fn watch_caches_initialize_in_the_background_and_are_waited_for_together()
     let served = apistore_testing::metrics::counter(&registry, "apiserver_cache_list_total", &[]);
     assert_eq!(served, 2.0, "both lists came from the caches");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn at_kube_1_37_cached_lists_count_in_the_storage_list_metrics_too() {
+    let etcd = EtcdServer::start(EtcdOptions::default()).unwrap();
+    let registry = apistore::prometheus::Registry::new();
+    let api = ApiStore::builder()
+        .endpoints([etcd.endpoint()])
+        .kube_version(apistore::KubeVersion::V1_37)
+        .metrics_registry(&registry)
+        .unwrap()
+        .watch_cache(["configmaps"])
+        .watch_cache_metrics(&registry)
+        .unwrap()
+        .build()
+        .await
+        .unwrap();
+    let (configmaps, secrets) = configmaps_and_secrets(&api).await;
+    let key = api.resource_layout("configmaps").key("default", "cm1");
+    let cm = DynamicObject::new("v1", "ConfigMap", "cm1").within("default");
+    let created = configmaps.create(&key, cm, 0).await.unwrap();
+    let options = ListOptions::prefix().at(
+        created.metadata.resource_version.as_str(),
+        ResourceVersionMatch::NotOlderThan,
+    );
+    configmaps
+        .list("configmaps/default", &options)
+        .await
+        .unwrap();
+    // An uncached resource's list is etcd's.
+    secrets
+        .list("secrets/default", &ListOptions::prefix())
+        .await
+        .unwrap();
+
+    let lists = |resource: &str, storage: &str| {
+        apistore_testing::metrics::counter(
+            &registry,
+            "apiserver_storage_list_total",
+            &[("resource", resource), ("storage", storage)],
+        )
+    };
+    assert_eq!(lists("configmaps", "watchcache"), 1.0);
+    assert_eq!(
+        apistore_testing::metrics::counter(
+            &registry,
+            "apiserver_storage_list_returned_objects_total",
+            &[("resource", "configmaps"), ("storage", "watchcache")],
+        ),
+        1.0
+    );
+    assert_eq!(lists("secrets", "etcd"), 1.0);
+    assert_eq!(lists("secrets", "watchcache"), 0.0);
+}

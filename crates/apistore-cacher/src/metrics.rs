@@ -23,7 +23,9 @@
 //! global registry is touched); one registration serves every cacher of the process,
 //! each recording under its own resource (`resource_metrics.rs`).
 
-use apistore_storage::KubeVersion;
+use std::sync::Arc;
+
+use apistore_storage::{CachedListObserver, KubeVersion};
 use prometheus::{HistogramOpts, HistogramVec, IntCounterVec, IntGaugeVec, Opts, Registry};
 
 pub(crate) use crate::resource_metrics::ResourceMetrics;
@@ -96,6 +98,10 @@ pub struct CacherMetrics {
     pub(crate) read_wait: HistogramVec,
     pub(crate) consistent_reads: IntCounterVec,
     pub(crate) consistency_checks: IntCounterVec,
+    /// Where the lists go besides the cache's own families: kube 1.37's cacher
+    /// records them into the storage metrics' (`apiserver_storage_list_*` with
+    /// `storage="watchcache"`), when given.
+    pub(crate) list_observer: Option<Arc<dyn CachedListObserver>>,
 }
 
 fn counter(name: &str, help: &str, labels: &[&str]) -> prometheus::Result<IntCounterVec> {
@@ -305,7 +311,18 @@ impl CacherMetrics {
                 "Counter for status of consistency checks between etcd and watch cache",
                 &Labels::with(resource, &["status"]),
             )?,
+            list_observer: None,
         })
+    }
+
+    /// Reports every list the caches serve to `observer` too. kube 1.37's cacher
+    /// counts them in the storage metrics' list families: give it apistore-telemetry's
+    /// `StorageMetrics` (the ones the cached stores record into), which records them
+    /// under `storage="watchcache"` and the index from kube 1.37 on, and nothing
+    /// before.
+    pub fn with_list_observer(mut self, observer: Arc<dyn CachedListObserver>) -> Self {
+        self.list_observer = Some(observer);
+        self
     }
 
     /// The series of one resource, resolved once.

@@ -168,3 +168,45 @@ fn a_core_resource_has_an_empty_group() {
         "{text}"
     );
 }
+
+/// The storage families' lines after one cached list of `deployments.apps` from no
+/// index and one from `f:spec.nodeName`, with the cacher given the storage metrics.
+fn storage_scrape(version: KubeVersion) -> String {
+    let registry = Registry::new();
+    let storage = apistore_telemetry::StorageMetrics::register_for(&registry, version).unwrap();
+    let metrics = CacherMetrics::register_for(&registry, version)
+        .unwrap()
+        .with_list_observer(std::sync::Arc::new(storage));
+    let deployments = metrics.for_resource("deployments.apps", "/deployments");
+    deployments.record_list(10, 4, "");
+    deployments.record_list(3, 1, "f:spec.nodeName");
+    apistore_telemetry::encode_text(&registry)
+}
+
+#[test]
+fn kube_1_37_counts_cached_lists_in_the_storage_list_families_too() {
+    let text = storage_scrape(KubeVersion::V1_37);
+    assert_lines(
+        &text,
+        KubeVersion::V1_37,
+        &[
+            r#"apiserver_storage_list_total{group="apps",index="",resource="deployments",storage="watchcache"} 1"#,
+            r#"apiserver_storage_list_total{group="apps",index="f:spec.nodeName",resource="deployments",storage="watchcache"} 1"#,
+            r#"apiserver_storage_list_fetched_objects_total{group="apps",index="",resource="deployments",storage="watchcache"} 10"#,
+            r#"apiserver_storage_list_fetched_objects_total{group="apps",index="f:spec.nodeName",resource="deployments",storage="watchcache"} 3"#,
+            r#"apiserver_storage_list_evaluated_objects_total{group="apps",resource="deployments",storage="watchcache"} 0"#,
+            r#"apiserver_storage_list_returned_objects_total{group="apps",resource="deployments",storage="watchcache"} 5"#,
+        ],
+    );
+    // And still in the cache's own families.
+    assert!(text.contains("apiserver_cache_list_total{"), "{text}");
+}
+
+#[test]
+fn before_1_37_cached_lists_stay_out_of_the_storage_families() {
+    for version in [KubeVersion::V1_31, KubeVersion::V1_36] {
+        let text = storage_scrape(version);
+        assert_no_family(&text, version, "apiserver_storage_list_total");
+        assert!(text.contains("apiserver_cache_list_total{"), "{text}");
+    }
+}

@@ -4,7 +4,10 @@
 //! `RecordsWatchCacheCapacityChange`, the `ConsistentReadTotal` and
 //! `WatchCacheReadWait` observations).
 
+use std::sync::Arc;
 use std::time::Duration;
+
+use apistore_storage::CachedListObserver;
 
 use prometheus::{Histogram, IntCounter, IntCounterVec, IntGauge};
 
@@ -37,6 +40,8 @@ pub(crate) struct ResourceMetrics {
     indexed_lists: IndexedLists,
     consistent_reads: ConsistentReads,
     pub(crate) consistency_checks: ConsistencyChecks,
+    /// Where the lists go besides the cache's own families, with the resource.
+    list_observer: Option<(Arc<dyn CachedListObserver>, Box<str>)>,
 }
 
 /// `apiserver_storage_consistency_checks_total` of one resource, by status.
@@ -141,6 +146,10 @@ impl ResourceMetrics {
                 failure: status("failure"),
                 error: status("error"),
             },
+            list_observer: metrics
+                .list_observer
+                .as_ref()
+                .map(|observer| (Arc::clone(observer), resource.into())),
         }
     }
 
@@ -160,6 +169,9 @@ impl ResourceMetrics {
                 .inc_by(fetched as u64);
         }
         self.list_returned.inc_by(returned as u64);
+        if let Some((observer, resource)) = &self.list_observer {
+            observer.cached_list(resource, index, fetched, returned);
+        }
     }
 
     /// A consistent read the cache took on (kube's `ConsistentReadTotal`): whether it

@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-use apistore_storage::ListOptions;
+use apistore_storage::{KubeVersion, ListOptions};
 use apistore_telemetry::{
     ListTraceAttrs, ObjectTraceAttrs, ResourceMetrics, StepAttr, StepTrace, StorageMetrics,
 };
@@ -46,23 +46,24 @@ impl Instrumentation {
         self.metrics.as_ref().map(|m| &m.all)
     }
 
-    /// Records one etcd request; `type_label` differs from the resource only for counts.
+    /// Records one etcd request on `key`. Kube before 1.34 labels a count's `type`
+    /// with the key it counts under; every other request, and from 1.34 a count too,
+    /// with the resource.
     pub(crate) fn record_etcd_request(
         &self,
         operation: Operation,
-        type_label: &str,
+        key: &str,
         ok: bool,
         elapsed: Duration,
     ) {
         let Some(metrics) = &self.metrics else {
             return;
         };
-        if type_label == metrics.resource.resource() {
-            metrics.resource.record_etcd_request(operation, ok, elapsed);
+        if operation == Operation::ListWithCount && metrics.all.kube_version() < KubeVersion::V1_34
+        {
+            metrics.all.record_etcd_request(operation, key, ok, elapsed);
         } else {
-            metrics
-                .all
-                .record_etcd_request(operation, type_label, ok, elapsed);
+            metrics.resource.record_etcd_request(operation, ok, elapsed);
         }
     }
 
@@ -78,9 +79,17 @@ impl Instrumentation {
         }
     }
 
-    pub(crate) fn record_list(&self, fetched: usize, evaluated: usize, returned: usize) {
+    /// Records one GetList: its counts, and from kube 1.37 its latency and whether it
+    /// streamed.
+    pub(crate) fn record_list(
+        &self,
+        (fetched, evaluated, returned): (usize, usize, usize),
+        streamed: bool,
+        elapsed: Duration,
+    ) {
         if let Some(metrics) = &self.metrics {
             metrics.resource.record_list(fetched, evaluated, returned);
+            metrics.resource.record_list_latency(streamed, elapsed);
         }
     }
 

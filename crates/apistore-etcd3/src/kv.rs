@@ -38,7 +38,6 @@ pub(crate) struct Kv {
     pub(crate) members: Arc<Members>,
     pub(crate) request_timeout: Option<Duration>,
     pub(crate) instrumentation: Instrumentation,
-    pub(crate) group_resource: Arc<str>,
 }
 
 /// The member that answered a request.
@@ -62,7 +61,12 @@ enum Attempt<R> {
 fn is_read(operation: Operation) -> bool {
     matches!(
         operation,
-        Operation::Get | Operation::List | Operation::ListWithCount | Operation::ListStream
+        Operation::Get
+            | Operation::List
+            | Operation::ListWithCount
+            | Operation::ListStream
+            | Operation::ListOnlyKeys
+            | Operation::GetCurrentResourceVersion
     )
 }
 
@@ -269,25 +273,11 @@ impl Kv {
         }
     }
 
-    /// The `type` label of `etcd_request_*` metrics: the group-resource, except for
-    /// counts, which kube-apiserver labels with the prepared key.
-    fn type_label<'a>(&'a self, operation: Operation, key: &'a str) -> &'a str {
-        if operation == Operation::ListWithCount {
-            key
-        } else {
-            &self.group_resource
-        }
-    }
-
     /// Records one request in `etcd_request_*`: `ok` or failed, and the time since
     /// `started`.
     pub(crate) fn record(&self, operation: Operation, key: &str, ok: bool, started: Instant) {
-        self.instrumentation.record_etcd_request(
-            operation,
-            self.type_label(operation, key),
-            ok,
-            started.elapsed(),
-        );
+        self.instrumentation
+            .record_etcd_request(operation, key, ok, started.elapsed());
     }
 }
 

@@ -11,6 +11,7 @@ use apistore_storage::{
     ApiObject, KubeVersion, ListMeta, ListOptions, ObjectList, Result, StorageError,
 };
 use bytes::Bytes;
+use tokio::time::Instant;
 
 use crate::instrument::{Instrumentation, Operation};
 use crate::key::{as_directory, prefix_range_end};
@@ -30,19 +31,26 @@ pub(crate) const CHUNK_PAGE: i64 = 1000;
 /// Where a list consumed in chunks sends each chunk's items.
 pub(crate) type ChunkSink<'s, T> = &'s mut (dyn FnMut(Vec<T>) + Send);
 
-/// A list in progress whose counts go to `apiserver_storage_list_*` when dropped: on
-/// every exit once the list got as far as reading etcd (kube-apiserver counts a list
-/// only once its continue token and resourceVersion were accepted).
+/// A list in progress whose counts (and from kube 1.37 its latency) go to
+/// `apiserver_storage_list_*` when dropped: on every exit once the list got as far as
+/// reading etcd (kube-apiserver counts a list only once its continue token and
+/// resourceVersion were accepted).
 struct RecordedList<'a, T> {
     instrumentation: &'a Instrumentation,
     pages: ListPages<'a, T, Vec<u8>>,
+    started: Instant,
+    /// Whether the list read a `RangeStream` (kube's `streamed` label), even one that
+    /// failed part way.
+    streamed: bool,
 }
 
 impl<T> Drop for RecordedList<'_, T> {
     fn drop(&mut self) {
-        let (fetched, evaluated, returned) = self.pages.counts();
-        self.instrumentation
-            .record_list(fetched, evaluated, returned);
+        self.instrumentation.record_list(
+            self.pages.counts(),
+            self.streamed,
+            self.started.elapsed(),
+        );
     }
 }
 
@@ -110,6 +118,8 @@ where
         let mut list = RecordedList {
             instrumentation: &self.instrumentation,
             pages: ListPages::new(predicate),
+            started: Instant::now(),
+            streamed: false,
         };
 
         let (operation, range_end) = if options.recursive {
@@ -129,6 +139,7 @@ where
                     &mut sink,
                 )
                 .await;
+            list.streamed = !matches!(streamed, Ok(Streamed::Unsupported));
             match streamed {
                 Ok(Streamed::Read { revision }) => {
                     return list

@@ -100,7 +100,7 @@ where
         let etcd_key = key.as_str();
         let options = EtcdGetOptions::new().with_keys_only().with_limit(1);
         let response = self
-            .call(etcd_key, Operation::Get, |mut kv| {
+            .call(etcd_key, Operation::GetCurrentResourceVersion, |mut kv| {
                 let options = options.clone();
                 async move { kv.get(etcd_key, Some(options)).await }
             })
@@ -189,13 +189,14 @@ where
     }
 }
 
-/// The keys under `directory`, from a keys-only range (a `list` in metrics).
+/// The keys under `directory`, from a keys-only range (`listOnlyKeys` in kube 1.34+'s
+/// metrics, as its size estimator reads them).
 async fn keys_under(kv: &Kv, directory: &str) -> Result<Vec<String>> {
     let options = EtcdGetOptions::new()
         .with_range(prefix_range_end(directory.as_bytes()))
         .with_keys_only();
     let response = kv
-        .call(directory, Operation::List, |mut client| {
+        .call(directory, Operation::ListOnlyKeys, |mut client| {
             let options = options.clone();
             async move { client.get(directory, Some(options)).await }
         })

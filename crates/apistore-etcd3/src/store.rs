@@ -156,7 +156,6 @@ where
                 members: Arc::clone(&client.members),
                 request_timeout: config.request_timeout,
                 instrumentation: Instrumentation::default(),
-                group_resource: Arc::clone(scope.group_resource_arc()),
             },
             client: Arc::new(client),
             layers: {

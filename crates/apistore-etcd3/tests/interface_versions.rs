@@ -301,7 +301,7 @@ async fn the_object_count_poller_sets_kube_1_34s_gauges_from_1_34_on() {
     let pods = [("group", ""), ("resource", "pods")];
 
     let registry = prometheus::Registry::new();
-    let metrics = StorageMetrics::register(&registry).unwrap();
+    let metrics = StorageMetrics::register_for(&registry, KubeVersion::V1_34).unwrap();
     let at_1_34 = store(&server, KubeVersion::V1_34)
         .await
         .with_metrics(metrics);
@@ -340,7 +340,7 @@ async fn the_object_count_poller_sets_kube_1_34s_gauges_from_1_34_on() {
     );
 
     let registry = prometheus::Registry::new();
-    let metrics = StorageMetrics::register(&registry).unwrap();
+    let metrics = StorageMetrics::register_for(&registry, KubeVersion::V1_31).unwrap();
     let at_1_31 = store(&server, KubeVersion::V1_31)
         .await
         .with_metrics(metrics);

@@ -33,6 +33,7 @@ pub mod key_prefix;
 pub mod kms_observer;
 mod kube_version;
 mod list;
+mod list_observer;
 mod object;
 mod options;
 mod selection;
@@ -56,6 +57,7 @@ pub use group_resource::GroupResource;
 pub use interface::{Storage, Versioner};
 pub use kube_version::{KubeVersion, ParseKubeVersionError};
 pub use list::{ListMeta, ObjectList};
+pub use list_observer::CachedListObserver;
 pub use object::{
     ApiObject, DynamicObject, Fields, INITIAL_EVENTS_END_ANNOTATION, Labels, MetaAccessor,
     ObjectMeta,

@@ -16,6 +16,17 @@ pub enum TelemetryError {
         "the registry already holds storage metrics (such as etcd_requests_total) that apistore-telemetry did not register"
     )]
     ForeignMetrics,
+    /// The registry already holds apistore's storage metrics for another kube minor,
+    /// whose families or labels differ.
+    #[error(
+        "the registry already holds the storage metrics of kube {registered}; cannot register kube {requested}'s too"
+    )]
+    OtherKubeVersion {
+        /// The minor registered there.
+        registered: apistore_storage::KubeVersion,
+        /// The minor asked for.
+        requested: apistore_storage::KubeVersion,
+    },
 }
 
 /// The crate's result type.

@@ -5,6 +5,8 @@
 
 use std::fmt;
 
+use apistore_storage::KubeVersion;
+
 /// The `operation` label of `etcd_request_duration_seconds`, `etcd_requests_total` and
 /// `etcd_request_errors_total`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -25,11 +27,17 @@ pub enum Operation {
     /// `listStream`: a recursive GetList read with one etcd `RangeStream` (kube 1.37's
     /// `EtcdRangeStream`, on etcd 3.7 and later), recorded once for the whole stream.
     ListStream,
+    /// `listOnlyKeys`: the keys-only range the size estimator of kube 1.34+ reads
+    /// (labelled `list` before 1.34).
+    ListOnlyKeys,
+    /// `getCurrentResourceVersion`: the read of etcd's current revision (kube 1.37's
+    /// label; `get` before).
+    GetCurrentResourceVersion,
 }
 
 impl Operation {
     /// Every operation, in declaration order.
-    pub const ALL: [Self; 7] = [
+    pub const ALL: [Self; 9] = [
         Self::Get,
         Self::List,
         Self::Create,
@@ -37,6 +45,8 @@ impl Operation {
         Self::Delete,
         Self::ListWithCount,
         Self::ListStream,
+        Self::ListOnlyKeys,
+        Self::GetCurrentResourceVersion,
     ];
 
     /// The label value, exactly as kube-apiserver writes it.
@@ -49,6 +59,18 @@ impl Operation {
             Self::Delete => "delete",
             Self::ListWithCount => "listWithCount",
             Self::ListStream => "listStream",
+            Self::ListOnlyKeys => "listOnlyKeys",
+            Self::GetCurrentResourceVersion => "getCurrentResourceVersion",
+        }
+    }
+
+    /// The label value kube-apiserver of `version` writes for this request: the
+    /// operations later minors named are labelled as the request they were before.
+    pub fn label_at(self, version: KubeVersion) -> &'static str {
+        match self {
+            Self::ListOnlyKeys if version < KubeVersion::V1_34 => Self::List.as_str(),
+            Self::GetCurrentResourceVersion if version < KubeVersion::V1_37 => Self::Get.as_str(),
+            other => other.as_str(),
         }
     }
 
@@ -90,12 +112,27 @@ mod tests {
                 "update",
                 "delete",
                 "listWithCount",
-                "listStream"
+                "listStream",
+                "listOnlyKeys",
+                "getCurrentResourceVersion"
             ]
         );
         for (i, op) in Operation::ALL.iter().enumerate() {
             assert_eq!(op.index(), i);
         }
+    }
+
+    #[test]
+    fn operations_named_later_keep_their_old_label_before() {
+        use KubeVersion::{V1_33, V1_34, V1_36, V1_37};
+        assert_eq!(Operation::ListOnlyKeys.label_at(V1_33), "list");
+        assert_eq!(Operation::ListOnlyKeys.label_at(V1_34), "listOnlyKeys");
+        assert_eq!(Operation::GetCurrentResourceVersion.label_at(V1_36), "get");
+        assert_eq!(
+            Operation::GetCurrentResourceVersion.label_at(V1_37),
+            "getCurrentResourceVersion"
+        );
+        assert_eq!(Operation::Create.label_at(V1_33), "create");
     }
 
     #[test]

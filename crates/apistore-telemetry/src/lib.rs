@@ -2,8 +2,9 @@
 //! reference's names and the reference's tracing spans, bridged to OpenTelemetry.
 //!
 //! This crate owns the *what* of telemetry: metric names, help strings, labels and
-//! buckets exactly as k8s.io/apiserver v0.31.1 registers them
-//! (`pkg/storage/etcd3/metrics/metrics.go`, `pkg/storage/value/metrics.go`,
+//! buckets exactly as k8s.io/apiserver registers them at the kube minor chosen
+//! (1.31 to 1.37: `pkg/storage/etcd3/metrics/metrics.go`, `pkg/storage/metrics`,
+//! `pkg/storage/value/metrics.go`,
 //! `pkg/storage/value/encrypt/envelope/metrics/metrics.go`), and the spans and events
 //! of `pkg/storage/etcd3/store.go`. The *when* (which call records what) belongs to
 //! the stores and transformers that use it; the exporter setup belongs to the
@@ -12,32 +13,48 @@
 //!
 //! # Metrics
 //!
-//! [`StorageMetrics::register`] registers every storage metric into a
-//! [`prometheus::Registry`]; registering again into the same registry returns the same
-//! metrics, so each store can register on its own. Recording methods take typed
+//! [`StorageMetrics::register_for`] registers every storage metric of one kube minor
+//! into a [`prometheus::Registry`] ([`StorageMetrics::register`]: of the newest);
+//! registering again into the same registry returns the same metrics, so each store can
+//! register on its own. The minor decides the families and their labels: kube 1.34
+//! labels resources `group` and `resource` where 1.31–1.33 wrote one `resource` (or
+//! `type`) string, 1.36 counts bookmarks in `etcd_bookmark_total`, 1.37 labels lists by
+//! the `storage` that served them and hides `apiserver_storage_objects`. Recording methods take typed
 //! arguments; [`StorageMetrics::for_resource`] resolves a resource's series once for
 //! hot paths. [`encode_text`] writes the text exposition as kube-apiserver's `/metrics`
 //! does (Go's float spelling included).
 //!
 //! ```
 //! use std::time::Duration;
+//! use apistore_storage::KubeVersion;
 //! use apistore_telemetry::{encode_text, Operation, StorageMetrics};
 //!
 //! # fn main() -> Result<(), apistore_telemetry::TelemetryError> {
 //! let registry = prometheus::Registry::new();
-//! let metrics = StorageMetrics::register(&registry)?;
+//! let metrics = StorageMetrics::register_for(&registry, KubeVersion::V1_37)?;
 //!
-//! let pods = metrics.for_resource("pods");
-//! pods.record_etcd_request(Operation::Get, true, Duration::from_millis(3));
-//! pods.record_list(10, 10, 4);
-//! metrics.record_decode_error("pods");
+//! let deployments = metrics.for_resource("deployments.apps");
+//! deployments.record_etcd_request(Operation::Get, true, Duration::from_millis(3));
+//! deployments.record_list(10, 10, 4);
+//! metrics.record_decode_error("deployments.apps");
 //!
 //! // A second registration is the same set of metrics.
-//! assert!(StorageMetrics::register(&registry)?.same_as(&metrics));
+//! assert!(StorageMetrics::register_for(&registry, KubeVersion::V1_37)?.same_as(&metrics));
 //!
 //! let text = encode_text(&registry);
-//! assert!(text.contains(r#"etcd_requests_total{operation="get",type="pods"} 1"#));
-//! assert!(text.contains(r#"apiserver_storage_list_returned_objects_total{resource="pods"} 4"#));
+//! assert!(text.contains(
+//!     r#"etcd_requests_total{group="apps",operation="get",resource="deployments"} 1"#
+//! ));
+//! assert!(text.contains(
+//!     r#"apiserver_storage_list_returned_objects_total{group="apps",resource="deployments",storage="etcd"} 4"#
+//! ));
+//!
+//! // kube 1.31 wrote the group-resource as one label.
+//! let old = prometheus::Registry::new();
+//! StorageMetrics::register_for(&old, KubeVersion::V1_31)?
+//!     .record_etcd_request(Operation::Get, "deployments.apps", true, Duration::ZERO);
+//! assert!(encode_text(&old)
+//!     .contains(r#"etcd_requests_total{operation="get",type="deployments.apps"} 1"#));
 //! # Ok(())
 //! # }
 //! ```

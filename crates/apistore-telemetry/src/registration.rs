@@ -15,6 +15,7 @@
 use std::cell::RefCell;
 use std::sync::Arc;
 
+use apistore_storage::KubeVersion;
 use prometheus::Registry;
 use prometheus::core::{Collector, Desc};
 use prometheus::proto::MetricFamily;
@@ -58,31 +59,54 @@ impl Collector for StorageCollector {
 }
 
 impl StorageMetrics {
-    /// Registers kube-apiserver's storage metrics into `registry`, or returns the ones
-    /// already registered there by an earlier call.
+    /// Registers the newest kube's storage metrics ([`KubeVersion::LATEST`]) into
+    /// `registry`, or returns the ones already registered there; see
+    /// [`Self::register_for`].
+    ///
+    /// # Errors
+    ///
+    /// As [`Self::register_for`].
+    pub fn register(registry: &Registry) -> Result<Self> {
+        Self::register_for(registry, KubeVersion::LATEST)
+    }
+
+    /// Registers kube-apiserver `version`'s storage metrics into `registry` (the
+    /// families, labels and help texts that minor exposes: see the crate docs), or
+    /// returns the ones already registered there by an earlier call for the same
+    /// version.
     ///
     /// # Errors
     ///
     /// [`TelemetryError::ForeignMetrics`] if metrics with these names were registered
-    /// by something else; [`TelemetryError::Prometheus`] if the registry refused them
-    /// otherwise (for example a same-named metric with other labels).
-    pub fn register(registry: &Registry) -> Result<Self> {
-        let metrics = Self::build()?;
+    /// by something else; [`TelemetryError::OtherKubeVersion`] if this crate registered
+    /// another kube minor's metrics there (one exposition cannot hold both label
+    /// sets); [`TelemetryError::Prometheus`] if the registry refused them otherwise
+    /// (for example a same-named metric with other labels).
+    pub fn register_for(registry: &Registry, version: KubeVersion) -> Result<Self> {
+        let metrics = Self::build(version)?;
         let collector = StorageCollector {
             inner: Arc::clone(&metrics.inner),
         };
         match registry.register(Box::new(collector)) {
             Ok(()) => Ok(metrics),
             Err(prometheus::Error::AlreadyReg) => {
-                find_registered(registry).ok_or(TelemetryError::ForeignMetrics)
+                let registered = find_registered(registry).ok_or(TelemetryError::ForeignMetrics)?;
+                if registered.kube_version() == version {
+                    Ok(registered)
+                } else {
+                    Err(TelemetryError::OtherKubeVersion {
+                        registered: registered.kube_version(),
+                        requested: version,
+                    })
+                }
             }
             Err(e) => Err(e.into()),
         }
     }
 
-    /// Registers into the `prometheus` crate's process-wide default registry (the
-    /// counterpart of kube-apiserver's legacy registry); idempotent like
-    /// [`StorageMetrics::register`].
+    /// Registers the newest kube's storage metrics into the `prometheus` crate's
+    /// process-wide default registry (the counterpart of kube-apiserver's legacy
+    /// registry); idempotent like [`StorageMetrics::register`].
     ///
     /// # Errors
     ///

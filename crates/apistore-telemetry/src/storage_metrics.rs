@@ -9,7 +9,7 @@
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
-use apistore_storage::{GroupResource, Stats};
+use apistore_storage::{CachedListObserver, GroupResource, KubeVersion, Stats};
 use prometheus::Histogram;
 
 use crate::envelope_metrics::KeyIdSeries;
@@ -48,17 +48,22 @@ impl std::fmt::Debug for StorageMetrics {
 }
 
 impl StorageMetrics {
-    /// Builds an unregistered set of metrics.
-    pub(crate) fn build() -> prometheus::Result<Self> {
+    /// Builds an unregistered set of metrics with kube `version`'s families and labels.
+    pub(crate) fn build(version: KubeVersion) -> prometheus::Result<Self> {
         Ok(Self {
             inner: Arc::new(Inner {
-                families: Arc::new(Families::new()?),
+                families: Arc::new(Families::new(version)?),
                 resources: LabelCache::default(),
                 prefixes: LabelCache::default(),
                 lease_object_counts: OnceLock::new(),
                 key_id_series: KeyIdSeries::default(),
             }),
         })
+    }
+
+    /// The kube minor whose families and labels these metrics have.
+    pub fn kube_version(&self) -> KubeVersion {
+        self.inner.families.version
     }
 
     /// Whether `self` and `other` are the same registered metrics.
@@ -82,7 +87,7 @@ impl StorageMetrics {
     }
 
     /// Records one etcd request under `operation` and `type_` (the GroupResource
-    /// string; for Count kube-apiserver passes the key prefix instead). See
+    /// string; for Count kube-apiserver before 1.34 passes the key prefix instead). See
     /// [`ResourceMetrics::record_etcd_request`].
     pub fn record_etcd_request(
         &self,
@@ -125,7 +130,8 @@ impl StorageMetrics {
         self.with_resource(resource, ResourceMetrics::record_bookmark);
     }
 
-    /// Sets the object count of `resource` (-1 when it could not be fetched).
+    /// Sets the object count of `resource` (-1 when it could not be fetched); nothing
+    /// from kube 1.37, which hides `apiserver_storage_objects`.
     pub fn set_object_count(&self, resource: &str, count: i64) {
         self.with_resource(resource, |r| r.set_object_count(count));
     }
@@ -156,14 +162,13 @@ impl StorageMetrics {
             ),
         };
         self.set_object_count(group_resource, count);
-        families
-            .resource_objects
-            .with_label_values(&labels)
-            .set(count);
-        families
-            .resource_size_estimate
-            .with_label_values(&labels)
-            .set(size);
+        // Kube before 1.34 has neither family (and no `Stats` to set them from).
+        if let Some(objects) = &families.resource_objects {
+            objects.with_label_values(&labels).set(count);
+        }
+        if let Some(estimate) = &families.resource_size_estimate {
+            estimate.with_label_values(&labels).set(size);
+        }
     }
 
     /// Observes how many objects are attached to one etcd lease
@@ -246,6 +251,16 @@ impl StorageMetrics {
     }
 }
 
+/// kube 1.37's cacher counts its lists in the storage list families: a watch cache
+/// given these metrics as its observer records there (nothing before 1.37).
+impl CachedListObserver for StorageMetrics {
+    fn cached_list(&self, group_resource: &str, index: &str, fetched: usize, returned: usize) {
+        self.with_resource(group_resource, |r| {
+            r.record_cache_list(index, fetched, returned);
+        });
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -269,7 +284,7 @@ mod tests {
     #[test]
     fn resource_stats_set_kube_1_34s_gauges_as_its_update_store_stats() {
         let registry = prometheus::Registry::new();
-        let metrics = StorageMetrics::register(&registry).unwrap();
+        let metrics = StorageMetrics::register_for(&registry, KubeVersion::V1_36).unwrap();
         let deployments = [("group", "apps"), ("resource", "deployments")];
         let pods = [("group", ""), ("resource", "pods")];
         assert_eq!(gauge(&registry, "apiserver_resource_objects", &pods), None);

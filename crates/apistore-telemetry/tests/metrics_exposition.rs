@@ -1,59 +1,20 @@
-//! The text exposition, line for line, as kube-apiserver v1.31 serves it.
+//! The text exposition, line for line, as kube-apiserver v1.31 serves it (the later
+//! minors' differences are in `metrics_by_kube_version.rs`).
 
 // Helpers outside `#[test]` functions panic too: a panic there is a failed test.
 #![allow(clippy::unwrap_used)]
 
 use std::time::Duration;
 
+use apistore_storage::KubeVersion;
 use apistore_telemetry::{
     Operation, STATUS_OK, STATUS_UNKNOWN_NON_GRPC, StorageMetrics, TelemetryError,
     TransformationType, encode_text,
 };
 use prometheus::{IntCounter, Registry};
 
-/// The lines of one family (its HELP, TYPE and samples) in an exposition.
-fn family<'a>(text: &'a str, name: &str) -> Vec<&'a str> {
-    let help = format!("# HELP {name} ");
-    let lines: Vec<&str> = text.lines().collect();
-    let Some(start) = lines.iter().position(|l| l.starts_with(&help)) else {
-        return Vec::new();
-    };
-    let end = lines[start + 1..]
-        .iter()
-        .position(|l| l.starts_with("# HELP "))
-        .map_or(lines.len(), |i| start + 1 + i);
-    lines[start..end].to_vec()
-}
-
-fn histogram_lines(
-    name: &str,
-    labels: &str,
-    bounds: &[&str],
-    counts: &[u64],
-    sum: &str,
-    count: u64,
-) -> Vec<String> {
-    let sep = if labels.is_empty() { "" } else { "," };
-    let mut lines: Vec<String> = bounds
-        .iter()
-        .zip(counts)
-        .map(|(le, n)| format!("{name}_bucket{{{labels}{sep}le=\"{le}\"}} {n}"))
-        .collect();
-    lines.push(format!("{name}_bucket{{{labels}{sep}le=\"+Inf\"}} {count}"));
-    let braces = if labels.is_empty() {
-        String::new()
-    } else {
-        format!("{{{labels}}}")
-    };
-    lines.push(format!("{name}_sum{braces} {sum}"));
-    lines.push(format!("{name}_count{braces} {count}"));
-    lines
-}
-
-const REQUEST_BOUNDS: [&str; 23] = [
-    "0.005", "0.025", "0.05", "0.1", "0.2", "0.4", "0.6", "0.8", "1", "1.25", "1.5", "2", "3", "4",
-    "5", "6", "8", "10", "15", "20", "30", "45", "60",
-];
+mod common;
+use common::{REQUEST_BOUNDS, family, histogram_lines};
 
 const TRANSFORMATION_BOUNDS: [&str; 25] = [
     "5e-06", "1e-05", "2e-05", "4e-05", "8e-05", "0.00016", "0.00032", "0.00064", "0.00128",
@@ -97,9 +58,9 @@ fn a_fresh_registration_exposes_only_the_unlabelled_value_metrics() {
 }
 
 #[test]
-fn etcd_request_metrics_are_exposed_as_kube_apiserver_exposes_them() {
+fn etcd_request_metrics_are_exposed_as_kube_apiserver_1_31_exposes_them() {
     let registry = Registry::new();
-    let metrics = StorageMetrics::register(&registry).unwrap();
+    let metrics = StorageMetrics::register_for(&registry, KubeVersion::V1_31).unwrap();
     metrics.record_etcd_request(Operation::Get, "pods", true, Duration::from_millis(3));
     metrics.record_etcd_request(Operation::Get, "pods", false, Duration::from_millis(30));
     metrics.record_etcd_request(Operation::Create, "pods", true, Duration::from_millis(1500));
@@ -171,9 +132,9 @@ fn etcd_request_metrics_are_exposed_as_kube_apiserver_exposes_them() {
 }
 
 #[test]
-fn resource_metrics_are_exposed_as_kube_apiserver_exposes_them() {
+fn resource_metrics_are_exposed_as_kube_apiserver_1_31_exposes_them() {
     let registry = Registry::new();
-    let metrics = StorageMetrics::register(&registry).unwrap();
+    let metrics = StorageMetrics::register_for(&registry, KubeVersion::V1_31).unwrap();
     metrics.record_list("pods", 10, 8, 4);
     metrics.record_list("pods", 5, 5, 5);
     metrics.record_list("deployments.apps", 0, 0, 0);
@@ -393,7 +354,7 @@ fn registering_twice_returns_the_same_metrics_and_shares_counts() {
     let text = encode_text(&registry);
     assert!(
         text.lines()
-            .any(|l| l == r#"apiserver_storage_decode_errors_total{resource="pods"} 3"#),
+            .any(|l| l == r#"apiserver_storage_decode_errors_total{group="",resource="pods"} 3"#),
         "{text}"
     );
 
@@ -422,7 +383,7 @@ fn concurrent_registrations_agree_on_one_set_of_metrics() {
     assert!(
         encode_text(&registry)
             .lines()
-            .any(|l| l == r#"etcd_bookmark_counts{resource="pods"} 8"#)
+            .any(|l| l == r#"etcd_bookmark_total{group="",resource="pods"} 8"#)
     );
 }
 

@@ -156,9 +156,12 @@ impl ApiStoreBuilder {
         self
     }
 
-    /// Records kube-apiserver's metrics into a Prometheus registry.
+    /// Records kube-apiserver's metrics into a Prometheus registry, with the families
+    /// and labels of the kube version chosen so far ([`Self::kube_version`]: call that
+    /// first; kube 1.34+ label resources `group` and `resource`, 1.37 labels lists by
+    /// the storage that served them), once per registry.
     pub fn metrics_registry(self, registry: &prometheus::Registry) -> Result<Self, BuildError> {
-        let metrics = StorageMetrics::register(registry)?;
+        let metrics = StorageMetrics::register_for(registry, self.recipe.kube_version)?;
         Ok(self.metrics(metrics))
     }
 
@@ -234,6 +237,17 @@ impl ApiStoreBuilder {
             self.object_count_poll_interval.is_some() || self.storage_size_poll_interval.is_some();
         if polls && self.metrics.is_none() {
             return Err(BuildError::PollWithoutMetrics);
+        }
+        if let Some(metrics) = &self.metrics
+            && metrics.kube_version() != self.recipe.kube_version
+        {
+            // Not wrong, only surprising: the series are labelled as the metrics' kube
+            // labels them, while the stores follow the builder's.
+            tracing::warn!(
+                metrics = %metrics.kube_version(),
+                stores = %self.recipe.kube_version,
+                "the storage metrics follow another kube version than the stores; set kube_version before metrics_registry"
+            );
         }
         for interval in [
             self.object_count_poll_interval,

@@ -84,7 +84,9 @@ impl ApiStoreBuilder {
     }
 
     /// Registers the watch cache's metrics (`apiserver_watch_cache_*`,
-    /// `apiserver_cache_list_*`, ...) into `registry`, with the labels and families of
+    /// `apiserver_cache_list_*`, ...; from kube 1.37 the caches' lists go to the
+    /// storage metrics' `apiserver_storage_list_*` too, when
+    /// [`Self::metrics_registry`] is set) into `registry`, with the labels and families of
     /// the kube version chosen so far ([`Self::kube_version`]: call that first; kube
     /// 1.34+ label them `group` and `resource`, earlier kubes `resource`); once per
     /// registry.
@@ -149,7 +151,12 @@ impl ApiStore {
                     .check_request_watch_progress_support()
                     .await
                     .unwrap_or(false);
-                config.metrics = settings.metrics.clone();
+                // kube 1.37's cacher counts its lists in the storage list families
+                // too: the ones this ApiStore's stores record into.
+                config.metrics = settings.metrics.clone().map(|cacher| match self.metrics() {
+                    Some(storage) => cacher.with_list_observer(Arc::new(storage.clone())),
+                    None => cacher,
+                });
                 let cacher = Cacher::new(store, config);
                 // kube 1.35's cacher hands its own keys to the store's size estimate (1.34
                 // estimates in the store itself; earlier kubes do not estimate).

@@ -93,7 +93,7 @@ impl Etcd3Backend {
             ..StoreConfig::default()
         };
         let registry = prometheus::Registry::new();
-        let metrics = StorageMetrics::register(&registry).unwrap();
+        let metrics = StorageMetrics::register_for(&registry, KubeVersion::V1_31).unwrap();
         let store = Etcd3Store::new(client.clone(), config)
             .with_transformer(transformer.clone())
             .with_metrics(metrics.clone());
