@@ -181,3 +181,46 @@ async fn reading_encrypted_data_without_its_configuration_names_the_key_it_needs
         assert!(message.contains(part), "{part:?} missing from: {message}");
     }
 }
+
+/// kube 1.32+ labels every transformation with the resource of the value: the
+/// facade's metrics say `secrets` for the secrets' reads and writes.
+#[tokio::test]
+async fn transformations_are_counted_under_their_resource() {
+    let prefix = unique_prefix("transform-metrics");
+    let endpoint = shared_endpoint().unwrap_or_else(|err| panic!("{err}"));
+    let registry = apistore::prometheus::Registry::new();
+    let api = ApiStore::builder()
+        .endpoints(endpoint.split(','))
+        .prefix(&prefix)
+        .encryption_config(config(&[("key1", KEY1)]))
+        .metrics_registry(&registry)
+        .unwrap()
+        .build()
+        .await
+        .unwrap();
+    let store = api.dynamic_store("secrets").unwrap();
+    store
+        .create("secrets/default/s0", secret("s0"), 0)
+        .await
+        .unwrap();
+    store
+        .get("secrets/default/s0", &GetOptions::default())
+        .await
+        .unwrap();
+    let count = |transformation_type: &str, transformer_prefix: &str| {
+        apistore_testing::metrics::counter(
+            &registry,
+            "apiserver_storage_transformation_operations_total",
+            &[
+                ("resource", "secrets"),
+                ("transformation_type", transformation_type),
+                ("transformer_prefix", transformer_prefix),
+                ("status", "OK"),
+            ],
+        )
+    };
+    // The provider's prefix and the key's, each once per write and per read.
+    assert_eq!(count("to_storage", "k8s:enc:aesgcm:v1:"), 1.0);
+    assert_eq!(count("to_storage", "key1:"), 1.0);
+    assert!(count("from_storage", "k8s:enc:aesgcm:v1:") >= 1.0);
+}

@@ -9,6 +9,8 @@
 //! exposition, so they are part of the help here.
 //!
 //! What changed after 1.31:
+//! - 1.32: `apiserver_storage_transformation_operations_total` adds a `resource` label
+//!   (the group-resource the value belongs to) and a new help text.
 //! - 1.34: the families naming a resource label it `group` and `resource` (the
 //!   request families `operation`, `group`, `resource` instead of `operation`,
 //!   `type`); `apiserver_resource_objects` and `apiserver_resource_size_estimate_bytes`
@@ -328,11 +330,21 @@ impl Families {
                 prometheus::exponential_buckets(5e-6, 2.0, 25)?,
                 &["transformation_type", "transformer_prefix"],
             )?,
-            transformation_operations: counter_vec(
-                "apiserver_storage_transformation_operations_total",
-                Alpha.help("Total number of transformations. Successful transformation will have a status 'OK' and a varied status string when the transformation fails. This status and transformation_type fields may be used for alerting on encryption/decryption failure using transformation_type from_storage for decryption and to_storage for encryption"),
-                &["transformation_type", "transformer_prefix", "status"],
-            )?,
+            // kube 1.32 labelled each transformation with the resource of the request
+            // and rewrote the help to say so.
+            transformation_operations: if version >= KubeVersion::V1_32 {
+                counter_vec(
+                    "apiserver_storage_transformation_operations_total",
+                    Alpha.help("Total number of transformations. Successful transformation will have a status 'OK' and a varied status string when the transformation fails. The status, resource, and transformation_type fields can be used for alerting purposes. For example, you can monitor for encryption/decryption failures using the transformation_type (e.g., from_storage for decryption and to_storage for encryption). Additionally, these fields can be used to ensure that the correct transformers are applied to each resource."),
+                    &["resource", "transformation_type", "transformer_prefix", "status"],
+                )?
+            } else {
+                counter_vec(
+                    "apiserver_storage_transformation_operations_total",
+                    Alpha.help("Total number of transformations. Successful transformation will have a status 'OK' and a varied status string when the transformation fails. This status and transformation_type fields may be used for alerting on encryption/decryption failure using transformation_type from_storage for decryption and to_storage for encryption"),
+                    &["transformation_type", "transformer_prefix", "status"],
+                )?
+            },
             envelope_cache_misses: IntCounter::with_opts(Opts::new(
                 "apiserver_storage_envelope_transformation_cache_misses_total",
                 Alpha.help("Total number of cache misses while accessing key decryption key(KEK)."),

@@ -36,7 +36,8 @@ pub struct StorageMetrics {
 pub(crate) struct Inner {
     pub(crate) families: Arc<Families>,
     resources: LabelCache<ResourceMetrics>,
-    prefixes: LabelCache<PrefixHandles>,
+    /// Transformation handles by resource, then by transformer prefix.
+    prefixes: LabelCache<LabelCache<PrefixHandles>>,
     lease_object_counts: OnceLock<Histogram>,
     pub(crate) key_id_series: KeyIdSeries,
 }
@@ -203,12 +204,9 @@ impl StorageMetrics {
             .remove_label_values(&[storage_cluster_id]);
     }
 
-    /// Records one value transformation: counts
-    /// `apiserver_storage_transformation_operations_total` with `status`
-    /// ([`STATUS_OK`](crate::STATUS_OK), a gRPC code name, or
-    /// [`STATUS_UNKNOWN_NON_GRPC`](crate::STATUS_UNKNOWN_NON_GRPC)), and observes
-    /// `apiserver_storage_transformation_duration_seconds` when `elapsed` is given
-    /// (kube-apiserver observes successes only).
+    /// Records one value transformation of a value whose resource is not known (kube
+    /// labels it with the empty resource from 1.32, as for a transformation outside any
+    /// request); see [`Self::record_resource_transformation`].
     pub fn record_transformation(
         &self,
         transformation_type: TransformationType,
@@ -216,17 +214,47 @@ impl StorageMetrics {
         status: &str,
         elapsed: Option<Duration>,
     ) {
+        self.record_resource_transformation(
+            "",
+            transformation_type,
+            transformer_prefix,
+            status,
+            elapsed,
+        );
+    }
+
+    /// Records one value transformation of a value of `resource` (a group-resource
+    /// string: `secrets`, `deployments.apps`): counts
+    /// `apiserver_storage_transformation_operations_total` with `status`
+    /// ([`STATUS_OK`](crate::STATUS_OK), a gRPC code name, or
+    /// [`STATUS_UNKNOWN_NON_GRPC`](crate::STATUS_UNKNOWN_NON_GRPC)), labelled with the
+    /// resource from kube 1.32, and observes
+    /// `apiserver_storage_transformation_duration_seconds` when `elapsed` is given
+    /// (kube-apiserver observes successes only).
+    pub fn record_resource_transformation(
+        &self,
+        resource: &str,
+        transformation_type: TransformationType,
+        transformer_prefix: &str,
+        status: &str,
+        elapsed: Option<Duration>,
+    ) {
         let families = &self.inner.families;
         self.inner.prefixes.with(
-            transformer_prefix,
-            |_| PrefixHandles::default(),
-            |h| {
-                h.record(
-                    families,
-                    transformation_type,
+            resource,
+            |_| LabelCache::default(),
+            |by_prefix| {
+                by_prefix.with(
                     transformer_prefix,
-                    status,
-                    elapsed,
+                    |_| PrefixHandles::default(),
+                    |h| {
+                        h.record(
+                            families,
+                            (resource, transformation_type, transformer_prefix),
+                            status,
+                            elapsed,
+                        );
+                    },
                 );
             },
         );

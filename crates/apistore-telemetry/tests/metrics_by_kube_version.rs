@@ -9,7 +9,10 @@
 use std::time::Duration;
 
 use apistore_storage::{KubeVersion, Stats};
-use apistore_telemetry::{Operation, StorageMetrics, TelemetryError, encode_text};
+use apistore_telemetry::{
+    Operation, STATUS_OK, STATUS_UNKNOWN_NON_GRPC, StorageMetrics, TelemetryError,
+    TransformationType, encode_text,
+};
 use prometheus::Registry;
 
 mod common;
@@ -296,6 +299,72 @@ fn kube_1_31_has_none_of_the_later_families() {
     assert!(
         text.contains(r#"etcd_requests_total{operation="list",type="deployments.apps"} 1"#),
         "{text}"
+    );
+}
+
+#[test]
+fn from_1_32_transformations_are_labelled_with_their_resource() {
+    let registry = Registry::new();
+    let metrics = StorageMetrics::register_for(&registry, KubeVersion::V1_32).unwrap();
+    let prefix = "k8s:enc:aesgcm:v1:key1:";
+    metrics.record_resource_transformation(
+        "secrets",
+        TransformationType::ToStorage,
+        prefix,
+        STATUS_OK,
+        Some(Duration::from_micros(40)),
+    );
+    metrics.record_resource_transformation(
+        "secrets",
+        TransformationType::FromStorage,
+        prefix,
+        STATUS_UNKNOWN_NON_GRPC,
+        None,
+    );
+    metrics.record_resource_transformation(
+        "deployments.apps",
+        TransformationType::ToStorage,
+        prefix,
+        STATUS_OK,
+        Some(Duration::from_micros(40)),
+    );
+    // A value whose resource is not known: kube's empty label.
+    metrics.record_transformation(TransformationType::ToStorage, "identity", STATUS_OK, None);
+    let text = encode_text(&registry);
+    assert_counter(
+        &text,
+        "apiserver_storage_transformation_operations_total",
+        "[ALPHA]",
+        "Total number of transformations. Successful transformation will have a status 'OK' and a varied status string when the transformation fails. The status, resource, and transformation_type fields can be used for alerting purposes. For example, you can monitor for encryption/decryption failures using the transformation_type (e.g., from_storage for decryption and to_storage for encryption). Additionally, these fields can be used to ensure that the correct transformers are applied to each resource.",
+        &[
+            r#"{resource="",status="OK",transformation_type="to_storage",transformer_prefix="identity"} 1"#,
+            r#"{resource="deployments.apps",status="OK",transformation_type="to_storage",transformer_prefix="k8s:enc:aesgcm:v1:key1:"} 1"#,
+            r#"{resource="secrets",status="OK",transformation_type="to_storage",transformer_prefix="k8s:enc:aesgcm:v1:key1:"} 1"#,
+            r#"{resource="secrets",status="unknown-non-grpc",transformation_type="from_storage",transformer_prefix="k8s:enc:aesgcm:v1:key1:"} 1"#,
+        ],
+    );
+    // The duration histogram keeps its labels; both resources share one series.
+    assert!(
+        text.lines().any(|l| l
+            == r#"apiserver_storage_transformation_duration_seconds_count{transformation_type="to_storage",transformer_prefix="k8s:enc:aesgcm:v1:key1:"} 2"#),
+        "{text}"
+    );
+
+    // 1.31 has no resource label: the same calls count together.
+    let registry = Registry::new();
+    let metrics = StorageMetrics::register_for(&registry, KubeVersion::V1_31).unwrap();
+    for resource in ["secrets", "configmaps"] {
+        metrics.record_resource_transformation(
+            resource,
+            TransformationType::ToStorage,
+            prefix,
+            STATUS_OK,
+            None,
+        );
+    }
+    assert!(
+        encode_text(&registry).lines().any(|l| l
+            == r#"apiserver_storage_transformation_operations_total{status="OK",transformation_type="to_storage",transformer_prefix="k8s:enc:aesgcm:v1:key1:"} 2"#)
     );
 }
 

@@ -263,9 +263,9 @@ fn resource_metrics_are_exposed_as_kube_apiserver_1_31_exposes_them() {
 }
 
 #[test]
-fn transformation_metrics_are_exposed_as_kube_apiserver_exposes_them() {
+fn transformation_metrics_are_exposed_as_kube_apiserver_1_31_exposes_them() {
     let registry = Registry::new();
-    let metrics = StorageMetrics::register(&registry).unwrap();
+    let metrics = StorageMetrics::register_for(&registry, KubeVersion::V1_31).unwrap();
     let prefix = "k8s:enc:aesgcm:v1:key1:";
     metrics.record_transformation(
         TransformationType::FromStorage,

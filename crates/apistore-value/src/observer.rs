@@ -1,7 +1,7 @@
 //! A hook for transformation metrics, so this crate need not depend on a metrics library.
 //!
 //! kube-apiserver records `apiserver_storage_transformation_operations_total`
-//! (transformation_type, transformer_prefix, status) and
+//! (transformation_type, transformer_prefix, status; from 1.32 also the resource) and
 //! `apiserver_storage_transformation_duration_seconds` (transformation_type,
 //! transformer_prefix; successes only) from `pkg/storage/value/metrics.go`. The
 //! [`PrefixTransformers`](crate::PrefixTransformers) list calls a [`TransformObserver`]
@@ -35,6 +35,21 @@ pub trait TransformObserver: Send + Sync {
         status: &str,
         elapsed: Option<Duration>,
     );
+
+    /// Records one transformation of a value of `resource` (a group-resource string,
+    /// empty when not known): kube 1.32+ labels transformations with it. By default
+    /// the resource is dropped and [`Self::observe`] called.
+    fn observe_resource(
+        &self,
+        resource: &str,
+        transformation_type: TransformationType,
+        transformer_prefix: &str,
+        status: &str,
+        elapsed: Option<Duration>,
+    ) {
+        let _ = resource;
+        self.observe(transformation_type, transformer_prefix, status, elapsed);
+    }
 }
 
 /// An observer that records nothing: the default of a prefix list.

@@ -53,6 +53,8 @@ pub struct PrefixTransformers {
     entries: Vec<PrefixTransformer>,
     not_found: TransformError,
     observer: Arc<dyn TransformObserver>,
+    /// The group-resource the observer is told the values belong to ("" unknown).
+    resource: Arc<str>,
 }
 
 impl PrefixTransformers {
@@ -62,6 +64,7 @@ impl PrefixTransformers {
             entries,
             not_found,
             observer: Arc::new(NoopObserver),
+            resource: Arc::from(""),
         }
     }
 
@@ -75,6 +78,15 @@ impl PrefixTransformers {
     #[must_use]
     pub fn with_observer(mut self, observer: Arc<dyn TransformObserver>) -> Self {
         self.observer = observer;
+        self
+    }
+
+    /// Tells the observer the values this list transforms belong to `resource` (a
+    /// group-resource string: `secrets`, `deployments.apps`); empty, the default,
+    /// when the list serves no one resource.
+    #[must_use]
+    pub fn with_resource(mut self, resource: Arc<str>) -> Self {
+        self.resource = resource;
         self
     }
 
@@ -94,7 +106,8 @@ impl PrefixTransformers {
             Ok(()) => (STATUS_OK, Some(start.elapsed())),
             Err(()) => (STATUS_UNKNOWN_NON_GRPC, None),
         };
-        self.observer.observe(kind, label, status, elapsed);
+        self.observer
+            .observe_resource(&self.resource, kind, label, status, elapsed);
     }
 }
 

@@ -85,11 +85,20 @@ pub(crate) type Observation = (&'static str, String, String, bool);
 #[derive(Debug, Default)]
 pub(crate) struct RecordingObserver {
     calls: Mutex<Vec<Observation>>,
+    /// The resource of each observation, in the same order.
+    resources: Mutex<Vec<String>>,
 }
 
 impl RecordingObserver {
     pub(crate) fn take(&self) -> Vec<Observation> {
+        self.resources.lock().unwrap().clear();
         std::mem::take(&mut *self.calls.lock().unwrap())
+    }
+
+    /// The resources observed since the last take, one per observation.
+    pub(crate) fn take_resources(&self) -> Vec<String> {
+        self.calls.lock().unwrap().clear();
+        std::mem::take(&mut *self.resources.lock().unwrap())
     }
 }
 
@@ -107,6 +116,18 @@ impl TransformObserver for RecordingObserver {
             status.to_owned(),
             elapsed.is_some(),
         ));
+    }
+
+    fn observe_resource(
+        &self,
+        resource: &str,
+        transformation_type: TransformationType,
+        transformer_prefix: &str,
+        status: &str,
+        elapsed: Option<Duration>,
+    ) {
+        self.resources.lock().unwrap().push(resource.to_owned());
+        self.observe(transformation_type, transformer_prefix, status, elapsed);
     }
 }
 

@@ -358,6 +358,23 @@ impl TransformObserver for MetricsObserver {
         self.0
             .record_transformation(transformation_type, transformer_prefix, status, elapsed);
     }
+
+    fn observe_resource(
+        &self,
+        resource: &str,
+        transformation_type: TransformationType,
+        transformer_prefix: &str,
+        status: &str,
+        elapsed: Option<Duration>,
+    ) {
+        self.0.record_resource_transformation(
+            resource,
+            transformation_type,
+            transformer_prefix,
+            status,
+            elapsed,
+        );
+    }
 }
 
 /// A connection to etcd that hands out one typed store per resource.

@@ -58,7 +58,8 @@ use validate::{ProviderSpec, ResourceSpec};
 pub struct EncryptionConfig {
     specs: Vec<ResourceSpec>,
     kms: HashMap<String, Arc<KmsV2Envelope>>,
-    transformers: HashMap<GroupResource, Arc<dyn Transformer>>,
+    /// Where the transformers made from now on report their transformations.
+    observer: Arc<dyn TransformObserver>,
 }
 
 impl EncryptionConfig {
@@ -115,19 +116,19 @@ impl EncryptionConfig {
             })?;
         let specs = validate::validate(raw)?;
         let kms = connect_kms(&specs, connector)?;
-        let transformers = build::resource_transformers(&specs, &Self::noop(), &kms);
         Ok(Self {
             specs,
             kms,
-            transformers,
+            observer: Self::noop(),
         })
     }
 
-    /// Rebuilds every transformer to report its transformations to `observer`, with
-    /// kube's `transformer_prefix` labels at both provider and key level.
+    /// Makes the transformers handed out from now on report their transformations to
+    /// `observer`, with kube's `transformer_prefix` labels at both provider and key
+    /// level and the resource they were made for.
     #[must_use]
     pub fn with_observer(mut self, observer: Arc<dyn TransformObserver>) -> Self {
-        self.transformers = build::resource_transformers(&self.specs, &observer, &self.kms);
+        self.observer = observer;
         self
     }
 
@@ -150,9 +151,10 @@ impl EncryptionConfig {
         self.transformer_for_resource(&GroupResource::parse(group_resource))
     }
 
-    /// The transformer for a parsed group-resource.
+    /// The transformer for a parsed group-resource, made for it: its transformations
+    /// are observed under its name, also when a wildcard rule covers it.
     pub fn transformer_for_resource(&self, group_resource: &GroupResource) -> Arc<dyn Transformer> {
-        build::lookup(&self.transformers, group_resource)
+        build::transformer_for(&self.specs, group_resource, &self.observer, &self.kms)
     }
 
     /// The resources and wildcard rules the configuration names, in file order.
@@ -195,10 +197,7 @@ impl EncryptionConfig {
     /// The entry of the file that applies to a group-resource: its own rule, else its
     /// group's wildcard, else `*.*` (kube's precedence).
     fn spec_for(&self, group_resource: &str) -> Option<&ResourceSpec> {
-        let gr = GroupResource::parse(group_resource);
-        let rule = [gr.clone(), gr.any_in_group(), GroupResource::any()]
-            .into_iter()
-            .find(|rule| self.transformers.contains_key(rule))?;
+        let rule = build::rule_for(&self.specs, &GroupResource::parse(group_resource))?;
         self.specs.iter().find(|s| s.resources.contains(&rule))
     }
 

@@ -346,6 +346,24 @@ fn observer_sees_provider_and_key_labels() {
 }
 
 #[test]
+fn observer_hears_the_resource_a_transformer_was_made_for_even_through_a_wildcard() {
+    let text = format!(
+        "kind: EncryptionConfiguration\napiVersion: apiserver.config.k8s.io/v1\nresources:\n  - resources:\n      - secrets\n      - '*.apps'\n    providers:{AESGCM}\n"
+    );
+    let obs = Arc::new(RecordingObserver::default());
+    let cfg = EncryptionConfig::parse(&text)
+        .unwrap()
+        .with_observer(obs.clone());
+    for resource in ["secrets", "deployments.apps", "statefulsets.apps"] {
+        cfg.transformer_for(resource)
+            .transform_to_storage(Bytes::from_static(TEXT), CTX)
+            .unwrap();
+        // The provider's list and its keys' list both say whose value it was.
+        assert_eq!(obs.take_resources(), [resource, resource], "{resource}");
+    }
+}
+
+#[test]
 fn from_file_reads_yaml_and_json() {
     let dir = std::env::temp_dir().join(format!("apistore-value-config-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
