@@ -23,12 +23,25 @@ async fn caching_configmaps(
     ApiStore::builder()
         .endpoints([etcd.endpoint()])
         .kube_version(version)
+        .metrics_registry(registry)
+        .unwrap()
         .watch_cache(["configmaps"])
         .watch_cache_metrics(registry)
         .unwrap()
         .build()
         .await
         .unwrap()
+}
+
+/// The lists the caches served: the cache's own counter before kube 1.37, the storage
+/// list counter's `watchcache` series from 1.37 (which hides the former).
+fn lists_from_cache(registry: &apistore::prometheus::Registry) -> f64 {
+    apistore_testing::metrics::counter(registry, "apiserver_cache_list_total", &[])
+        + apistore_testing::metrics::counter(
+            registry,
+            "apiserver_storage_list_total",
+            &[("storage", "watchcache")],
+        )
 }
 
 /// The stores of configmaps and secrets.
@@ -62,8 +75,11 @@ async fn watch_cache_serves_the_named_resources_only() {
         .await
         .unwrap();
     assert_eq!(list.items, std::slice::from_ref(&created));
-    let served = apistore_testing::metrics::counter(&registry, "apiserver_cache_list_total", &[]);
-    assert_eq!(served, 1.0, "the list came from the cache");
+    assert_eq!(
+        lists_from_cache(&registry),
+        1.0,
+        "the list came from the cache"
+    );
 
     // A second call hands out the same cache: its watcher shows on the first.
     let again = api
@@ -114,8 +130,7 @@ async fn exact_lists_come_from_the_cache_from_kube_1_34() {
         // The cache reaches the create (this list waits for it, from the cache).
         let fresh = ListOptions::prefix().at(rv.as_str(), ResourceVersionMatch::NotOlderThan);
         configmaps.list(&list_key, &fresh).await.unwrap();
-        let served =
-            || apistore_testing::metrics::counter(&registry, "apiserver_cache_list_total", &[]);
+        let served = || lists_from_cache(&registry);
         let before = served();
 
         let exact = ListOptions::prefix().at(rv.as_str(), ResourceVersionMatch::Exact);
@@ -146,6 +161,8 @@ async fn watch_caches_initialize_in_the_background_and_are_waited_for_together()
     let registry = apistore::prometheus::Registry::new();
     let api = ApiStore::builder()
         .endpoints([etcd.endpoint()])
+        .metrics_registry(&registry)
+        .unwrap()
         .watch_cache(["configmaps", "secrets"])
         .watch_cache_metrics(&registry)
         .unwrap()
@@ -172,8 +189,11 @@ async fn watch_caches_initialize_in_the_background_and_are_waited_for_together()
     let at_zero = ListOptions::prefix().at("0", ResourceVersionMatch::Unset);
     configmaps.list("configmaps", &at_zero).await.unwrap();
     secrets.list("secrets", &at_zero).await.unwrap();
-    let served = apistore_testing::metrics::counter(&registry, "apiserver_cache_list_total", &[]);
-    assert_eq!(served, 2.0, "both lists came from the caches");
+    assert_eq!(
+        lists_from_cache(&registry),
+        2.0,
+        "both lists came from the caches"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -227,4 +247,39 @@ async fn at_kube_1_37_cached_lists_count_in_the_storage_list_metrics_too() {
     );
     assert_eq!(lists("secrets", "etcd"), 1.0);
     assert_eq!(lists("secrets", "watchcache"), 0.0);
+
+    // A live event handed to a watcher of the cache is timed, by stage (1.37).
+    let mut watch = configmaps
+        .watch(
+            "configmaps/default",
+            &ListOptions::prefix().at(
+                created.metadata.resource_version.as_str(),
+                ResourceVersionMatch::Unset,
+            ),
+        )
+        .await
+        .unwrap();
+    let key2 = api.resource_layout("configmaps").key("default", "cm2");
+    let cm2 = DynamicObject::new("v1", "ConfigMap", "cm2").within("default");
+    configmaps.create(&key2, cm2, 0).await.unwrap();
+    let event = tokio::time::timeout(Duration::from_secs(10), watch.next())
+        .await
+        .unwrap();
+    assert!(matches!(event, Some(WatchEvent::Added(_))), "{event:?}");
+    let dispatched = |stage: &str| -> u64 {
+        registry
+            .gather()
+            .iter()
+            .filter(|f| f.name() == "apiserver_watch_events_dispatch_duration_seconds")
+            .flat_map(|f| f.get_metric().iter())
+            .filter(|m| {
+                m.get_label()
+                    .iter()
+                    .any(|l| l.name() == "stage" && l.value() == stage)
+            })
+            .map(|m| m.get_histogram().get_sample_count())
+            .sum()
+    };
+    assert_eq!(dispatched("total"), 1);
+    assert_eq!(dispatched("cache_to_watcher"), 1);
 }

@@ -29,9 +29,9 @@ use crate::metrics::ResourceMetrics;
 /// What a watcher's buffer carries.
 #[derive(Debug)]
 pub(crate) enum Dispatched<T> {
-    /// Events in revision order; the watcher skips those it already covers and
-    /// those its filter does not select.
-    Events(Batch<T>),
+    /// Events in revision order, and when they were handed over; the watcher skips
+    /// those it already covers and those its filter does not select.
+    Events(Batch<T>, Instant),
     Bookmark(u64),
 }
 
@@ -188,6 +188,7 @@ impl<T> Dispatcher<T> {
             return;
         };
         let mut blocked = Vec::new();
+        let queued = Instant::now();
         {
             let mut registry = self.lock();
             let mut closed = Vec::new();
@@ -203,7 +204,7 @@ impl<T> Dispatcher<T> {
                 }
                 match watcher
                     .sender
-                    .try_send(Dispatched::Events(Arc::clone(batch)))
+                    .try_send(Dispatched::Events(Arc::clone(batch), queued))
                 {
                     Ok(()) => {}
                     Err(mpsc::error::TrySendError::Full(_)) => {
@@ -231,7 +232,7 @@ impl<T> Dispatcher<T> {
         for (id, sender) in blocked {
             let sent = tokio::time::timeout_at(
                 deadline,
-                sender.send(Dispatched::Events(Arc::clone(batch))),
+                sender.send(Dispatched::Events(Arc::clone(batch), queued)),
             )
             .await;
             if !matches!(sent, Ok(Ok(()))) {
@@ -332,7 +333,7 @@ mod tests {
         dispatcher.dispatch(&batch).await;
 
         // Fifty events, a buffer of one: one send, nobody blocked or terminated.
-        let Ok(Dispatched::Events(received)) = under.try_recv() else {
+        let Ok(Dispatched::Events(received, _)) = under.try_recv() else {
             panic!("the watcher under the events' key got no batch");
         };
         assert_eq!(received.len(), 50);

@@ -15,9 +15,15 @@
 //!   the list families too (with `index` where they had it);
 //! - kube 1.36 truncates `apiserver_watch_cache_resource_version` to its 15 least
 //!   significant digits (so a float64 holds it exactly) and says so in its help;
-//! - kube 1.37 adds `apiserver_watch_cache_initialization_errors_total` and
-//!   `apiserver_watch_cache_initialization_duration_seconds`, and deprecates the
-//!   `apiserver_cache_list_*` families (their help starts "(Deprecated since 1.37.0)").
+//! - kube 1.37 adds `apiserver_watch_cache_initialization_errors_total`,
+//!   `apiserver_watch_cache_initialization_duration_seconds` and
+//!   `apiserver_watch_events_dispatch_duration_seconds`, and deprecates the
+//!   `apiserver_cache_list_*` families: alpha metrics, so component-base hides them in
+//!   the minor that deprecates them, and a 1.37 apiserver does not expose them (the
+//!   shared `apiserver_storage_list_*{storage="watchcache"}` replace them).
+//!
+//! Every family is alpha at every version, so every help starts with component-base's
+//! `[ALPHA] `.
 //!
 //! [`CacherMetrics::register_for`] puts them into a registry the application owns (no
 //! global registry is touched); one registration serves every cacher of the process,
@@ -33,6 +39,11 @@ pub(crate) use crate::resource_metrics::ResourceMetrics;
 /// `apiserver_watch_cache_read_wait_seconds`'s buckets (kube's).
 const READ_WAIT_BUCKETS: [f64; 13] = [
     0.005, 0.025, 0.05, 0.1, 0.2, 0.4, 0.6, 0.8, 1.0, 1.25, 1.5, 2.0, 3.0,
+];
+
+/// `apiserver_watch_events_dispatch_duration_seconds`' buckets (kube 1.37's).
+const DISPATCH_DURATION_BUCKETS: [f64; 13] = [
+    0.0001, 0.0005, 0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0,
 ];
 
 /// `apiserver_watch_cache_initialization_duration_seconds`'s buckets (kube 1.37's).
@@ -90,6 +101,10 @@ pub struct CacherMetrics {
     pub(crate) initialization_errors: Option<IntCounterVec>,
     /// kube 1.37+.
     pub(crate) initialization_duration: Option<HistogramVec>,
+    /// kube 1.37+: how long a watch event took to reach its consumer, by stage.
+    pub(crate) dispatch_duration: Option<HistogramVec>,
+    /// Whether the `apiserver_cache_list_*` families are exposed (hidden at 1.37).
+    pub(crate) cache_lists_exposed: bool,
     pub(crate) terminated_watchers: IntCounterVec,
     pub(crate) init_events: IntCounterVec,
     pub(crate) list_total: IntCounterVec,
@@ -104,12 +119,17 @@ pub struct CacherMetrics {
     pub(crate) list_observer: Option<Arc<dyn CachedListObserver>>,
 }
 
+/// component-base's help of an alpha metric (every cacher family is one).
+fn alpha(help: &str) -> String {
+    format!("[ALPHA] {help}")
+}
+
 fn counter(name: &str, help: &str, labels: &[&str]) -> prometheus::Result<IntCounterVec> {
-    IntCounterVec::new(Opts::new(name, help), labels)
+    IntCounterVec::new(Opts::new(name, alpha(help)), labels)
 }
 
 fn gauge(name: &str, help: &str, labels: &[&str]) -> prometheus::Result<IntGaugeVec> {
-    IntGaugeVec::new(Opts::new(name, help), labels)
+    IntGaugeVec::new(Opts::new(name, alpha(help)), labels)
 }
 
 fn histogram(
@@ -119,7 +139,7 @@ fn histogram(
     labels: &[&str],
 ) -> prometheus::Result<HistogramVec> {
     HistogramVec::new(
-        HistogramOpts::new(name, help).buckets(buckets.to_vec()),
+        HistogramOpts::new(name, alpha(help)).buckets(buckets.to_vec()),
         labels,
     )
 }
@@ -168,9 +188,6 @@ impl CacherMetrics {
             Box::new(metrics.initializations.clone()),
             Box::new(metrics.terminated_watchers.clone()),
             Box::new(metrics.init_events.clone()),
-            Box::new(metrics.list_total.clone()),
-            Box::new(metrics.list_fetched.clone()),
-            Box::new(metrics.list_returned.clone()),
             Box::new(metrics.read_wait.clone()),
             Box::new(metrics.consistent_reads.clone()),
             Box::new(metrics.consistency_checks.clone()),
@@ -180,6 +197,16 @@ impl CacherMetrics {
         }
         if let Some(duration) = &metrics.initialization_duration {
             collectors.push(Box::new(duration.clone()));
+        }
+        if let Some(duration) = &metrics.dispatch_duration {
+            collectors.push(Box::new(duration.clone()));
+        }
+        // Recorded either way (nothing reads them when hidden), as kube records into
+        // its hidden metrics.
+        if metrics.cache_lists_exposed {
+            collectors.push(Box::new(metrics.list_total.clone()));
+            collectors.push(Box::new(metrics.list_fetched.clone()));
+            collectors.push(Box::new(metrics.list_returned.clone()));
         }
         for collector in collectors {
             registry.register(collector)?;
@@ -196,15 +223,6 @@ impl CacherMetrics {
         let since_1_37 = version >= KubeVersion::V1_37;
         let resource = labels.resource();
         let list = labels.list();
-        // kube 1.37 deprecates the cache's own list families (the shared
-        // `apiserver_storage_list_*` with `storage="watchcache"` replace them there).
-        let list_help = |help: &str| {
-            if since_1_37 {
-                format!("(Deprecated since 1.37.0) {help}")
-            } else {
-                help.to_owned()
-            }
-        };
         let truncate_resource_version = version >= KubeVersion::V1_36;
         let resource_version_help = if truncate_resource_version {
             "Current resource version of watch cache broken by resource type. This is truncated to the 15 least significant digits."
@@ -268,6 +286,17 @@ impl CacherMetrics {
                     )
                 })
                 .transpose()?,
+            dispatch_duration: since_1_37
+                .then(|| {
+                    histogram(
+                        "apiserver_watch_events_dispatch_duration_seconds",
+                        "Histogram of watch event dispatch latency broken by resource type and pipeline stage. The 'total' stage is the end-to-end latency of a delivered event.",
+                        &DISPATCH_DURATION_BUCKETS,
+                        &Labels::with(resource, &["stage"]),
+                    )
+                })
+                .transpose()?,
+            cache_lists_exposed: !since_1_37,
             terminated_watchers: counter(
                 "apiserver_terminated_watchers_total",
                 "Counter of watchers closed due to unresponsiveness broken by resource type.",
@@ -280,19 +309,17 @@ impl CacherMetrics {
             )?,
             list_total: counter(
                 "apiserver_cache_list_total",
-                &list_help("Number of LIST requests served from watch cache"),
+                "Number of LIST requests served from watch cache",
                 &Labels::with(list, &["index"]),
             )?,
             list_fetched: counter(
                 "apiserver_cache_list_fetched_objects_total",
-                &list_help(
-                    "Number of objects read from watch cache in the course of serving a LIST request",
-                ),
+                "Number of objects read from watch cache in the course of serving a LIST request",
                 &Labels::with(list, &["index"]),
             )?,
             list_returned: counter(
                 "apiserver_cache_list_returned_objects_total",
-                &list_help("Number of objects returned for a LIST request from watch cache"),
+                "Number of objects returned for a LIST request from watch cache",
                 list,
             )?,
             read_wait: histogram(

@@ -27,6 +27,12 @@ fn scrape(version: KubeVersion) -> String {
     deployments.record_read_wait(Duration::from_millis(30));
     deployments.record_consistent_read(true, false);
     deployments.consistency_checks.success.inc();
+    // Received 15 ms ago, queued for the watcher 2 ms ago, handed out now.
+    let now = tokio::time::Instant::now();
+    deployments.observe_dispatch(
+        now - Duration::from_millis(15),
+        now - Duration::from_millis(2),
+    );
     let mut text = Vec::new();
     TextEncoder::new()
         .encode(&registry.gather(), &mut text)
@@ -65,7 +71,7 @@ fn kube_1_31_labels_by_group_resource_string_and_resource_prefix() {
             r#"watch_cache_capacity_increase_total{resource="deployments.apps"} 1"#,
             // Whole, so the exposition's float64 rounds it (why kube 1.36 truncates).
             r#"apiserver_watch_cache_resource_version{resource="deployments.apps"} 1234567890123456800"#,
-            "# HELP apiserver_watch_cache_resource_version Current resource version of watch cache broken by resource type.",
+            "# HELP apiserver_watch_cache_resource_version [ALPHA] Current resource version of watch cache broken by resource type.",
             r#"apiserver_watch_cache_initializations_total{resource="deployments.apps"} 1"#,
             r#"apiserver_terminated_watchers_total{resource="deployments.apps"} 1"#,
             r#"apiserver_init_events_total{resource="deployments.apps"} 1"#,
@@ -73,7 +79,7 @@ fn kube_1_31_labels_by_group_resource_string_and_resource_prefix() {
             r#"apiserver_cache_list_total{index="f:spec.nodeName",resource_prefix="/deployments"} 1"#,
             r#"apiserver_cache_list_fetched_objects_total{index="",resource_prefix="/deployments"} 10"#,
             r#"apiserver_cache_list_returned_objects_total{resource_prefix="/deployments"} 5"#,
-            "# HELP apiserver_cache_list_total Number of LIST requests served from watch cache",
+            "# HELP apiserver_cache_list_total [ALPHA] Number of LIST requests served from watch cache",
             r#"apiserver_watch_cache_read_wait_seconds_bucket{resource="deployments.apps",le="0.05"} 1"#,
             r#"apiserver_watch_cache_read_wait_seconds_bucket{resource="deployments.apps",le="0.025"} 0"#,
             r#"apiserver_watch_cache_consistent_read_total{fallback="false",resource="deployments.apps",success="true"} 1"#,
@@ -89,6 +95,11 @@ fn kube_1_31_labels_by_group_resource_string_and_resource_prefix() {
         &text,
         version,
         "apiserver_watch_cache_initialization_duration_seconds",
+    );
+    assert_no_family(
+        &text,
+        version,
+        "apiserver_watch_events_dispatch_duration_seconds",
     );
 }
 
@@ -120,7 +131,7 @@ fn kube_1_34_labels_by_group_and_resource() {
 }
 
 #[test]
-fn kube_1_37_adds_initialization_metrics_and_deprecates_the_cache_list_families() {
+fn kube_1_37_adds_initialization_and_dispatch_metrics_and_hides_the_cache_list_families() {
     let version = KubeVersion::V1_37;
     let text = scrape(version);
     assert_lines(
@@ -129,17 +140,30 @@ fn kube_1_37_adds_initialization_metrics_and_deprecates_the_cache_list_families(
         &[
             // 1.36+: the 15 least significant digits.
             r#"apiserver_watch_cache_resource_version{group="apps",resource="deployments"} 567890123456789"#,
-            "# HELP apiserver_watch_cache_resource_version Current resource version of watch cache broken by resource type. This is truncated to the 15 least significant digits.",
+            "# HELP apiserver_watch_cache_resource_version [ALPHA] Current resource version of watch cache broken by resource type. This is truncated to the 15 least significant digits.",
             r#"apiserver_watch_cache_initializations_total{group="apps",resource="deployments"} 1"#,
             r#"apiserver_watch_cache_initialization_errors_total{group="apps",resource="deployments"} 1"#,
             r#"apiserver_watch_cache_initialization_duration_seconds_bucket{group="apps",resource="deployments",le="0.25"} 0"#,
             r#"apiserver_watch_cache_initialization_duration_seconds_bucket{group="apps",resource="deployments",le="0.5"} 1"#,
             r#"apiserver_watch_cache_initialization_duration_seconds_bucket{group="apps",resource="deployments",le="600"} 1"#,
-            "# HELP apiserver_cache_list_total (Deprecated since 1.37.0) Number of LIST requests served from watch cache",
-            "# HELP apiserver_cache_list_returned_objects_total (Deprecated since 1.37.0) Number of objects returned for a LIST request from watch cache",
-            r#"apiserver_cache_list_total{group="apps",index="",resource="deployments"} 1"#,
+            "# HELP apiserver_watch_events_dispatch_duration_seconds [ALPHA] Histogram of watch event dispatch latency broken by resource type and pipeline stage. The 'total' stage is the end-to-end latency of a delivered event.",
+            // At least 15 ms since the cache received it, at least 2 ms in the buffer.
+            r#"apiserver_watch_events_dispatch_duration_seconds_bucket{group="apps",resource="deployments",stage="total",le="0.01"} 0"#,
+            r#"apiserver_watch_events_dispatch_duration_seconds_count{group="apps",resource="deployments",stage="total"} 1"#,
+            r#"apiserver_watch_events_dispatch_duration_seconds_bucket{group="apps",resource="deployments",stage="cache_to_watcher",le="0.001"} 0"#,
+            r#"apiserver_watch_events_dispatch_duration_seconds_count{group="apps",resource="deployments",stage="cache_to_watcher"} 1"#,
         ],
     );
+    // Alpha and deprecated in 1.37: hidden by component-base at once.
+    for family in [
+        "apiserver_cache_list_total",
+        "apiserver_cache_list_fetched_objects_total",
+        "apiserver_cache_list_returned_objects_total",
+    ] {
+        assert_no_family(&text, version, family);
+    }
+    // The backend stamps no decode time on its events: no storage_to_cache stage.
+    assert!(!text.contains(r#"stage="storage_to_cache""#), "{text}");
 }
 
 #[test]
@@ -198,8 +222,8 @@ fn kube_1_37_counts_cached_lists_in_the_storage_list_families_too() {
             r#"apiserver_storage_list_returned_objects_total{group="apps",resource="deployments",storage="watchcache"} 5"#,
         ],
     );
-    // And still in the cache's own families.
-    assert!(text.contains("apiserver_cache_list_total{"), "{text}");
+    // The cache's own list families are hidden at 1.37.
+    assert!(!text.contains("apiserver_cache_list_total{"), "{text}");
 }
 
 #[test]

@@ -20,6 +20,7 @@ use apistore_storage::{
 };
 use futures_core::Stream;
 use tokio::sync::mpsc;
+use tokio::time::Instant;
 
 use crate::dispatcher::{BOOKMARK_SENT, Batch, Dispatched, WatcherGuard};
 use crate::event::{CacheEvent, EventKind, has_path_prefix};
@@ -76,8 +77,9 @@ pub(crate) struct CacheWatcher<T> {
     /// dispatcher may hand over what the interval already held) are skipped.
     pub(crate) resource_version: u64,
     pub(crate) live: mpsc::Receiver<Dispatched<T>>,
-    /// The batch being handed out, and the index of its next event.
-    pub(crate) batch: Option<(Batch<T>, usize)>,
+    /// The batch being handed out, the index of its next event, and when the
+    /// dispatcher queued it for this watcher.
+    pub(crate) batch: Option<(Batch<T>, usize, Instant)>,
     pub(crate) filter: WatchFilter,
     pub(crate) bookmark_state: Arc<AtomicU8>,
     pub(crate) metrics: ResourceMetrics,
@@ -139,7 +141,7 @@ impl<T: ApiObject + Clone + Default> Stream for CacheWatcher<T> {
             }
         }
         loop {
-            if let Some((batch, next)) = &mut this.batch {
+            if let Some((batch, next, queued)) = &mut this.batch {
                 while let Some(event) = batch.get(*next) {
                     *next += 1;
                     if event.resource_version <= this.resource_version {
@@ -147,6 +149,7 @@ impl<T: ApiObject + Clone + Default> Stream for CacheWatcher<T> {
                     }
                     this.resource_version = event.resource_version;
                     if let Some(converted) = convert(event, &this.filter) {
+                        this.metrics.observe_dispatch(event.record_time, *queued);
                         return Poll::Ready(Some(converted));
                     }
                 }
@@ -155,7 +158,9 @@ impl<T: ApiObject + Clone + Default> Stream for CacheWatcher<T> {
             match this.live.poll_recv(cx) {
                 Poll::Pending => return Poll::Pending,
                 Poll::Ready(None) => return Poll::Ready(None),
-                Poll::Ready(Some(Dispatched::Events(batch))) => this.batch = Some((batch, 0)),
+                Poll::Ready(Some(Dispatched::Events(batch, queued))) => {
+                    this.batch = Some((batch, 0, queued));
+                }
                 Poll::Ready(Some(Dispatched::Bookmark(resource_version))) => {
                     let unsent = this.bookmark_state.load(Ordering::Acquire) != BOOKMARK_SENT;
                     if resource_version > this.resource_version

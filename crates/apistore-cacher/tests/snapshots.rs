@@ -126,7 +126,9 @@ where
     S: Storage<Object = Pod> + Clone + 'static,
 {
     let registry = prometheus::Registry::new();
-    config.metrics = Some(CacherMetrics::register(&registry).unwrap());
+    // kube 1.36's families: their `apiserver_cache_list_*` (hidden from 1.37) are
+    // what shows which lists the cache served.
+    config.metrics = Some(CacherMetrics::register_for(&registry, KubeVersion::V1_36).unwrap());
     let cacher = Cacher::new(backend.clone(), config.with_key_fn(Pod::key));
     cacher.wait_until_ready().await.unwrap();
     let listed_at = cacher.resource_version();
