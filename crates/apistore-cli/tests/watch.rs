@@ -169,17 +169,18 @@ async fn ctrl_c_ends_a_watch_with_130_and_still_writes_the_metrics() {
     assert_eq!(out.status.code(), Some(130), "{stderr}");
     assert!(stderr.contains("Interrupted"), "{stderr}");
     let text = std::fs::read_to_string(&metrics).unwrap();
-    // The initial list the watch made, under kube's metric name and labels: one read,
+    // The initial list the watch made, under kube 1.37's metric name and labels (group
+    // and resource apart, as from 1.34): one read,
     // a `RangeStream` (kube 1.37, the command's default, where the server has it: etcd
     // 3.7+, and kine, which reports 3.6) or else a `Range`, never both.
     let once = |operation: &str| {
         text.contains(&format!(
-            r#"etcd_request_duration_seconds_count{{operation="{operation}",type="configmaps"}} 1"#
+            r#"etcd_request_duration_seconds_count{{group="",operation="{operation}",resource="configmaps"}} 1"#
         ))
     };
     let listed = |operation: &str| {
         text.contains(&format!(
-            r#"etcd_request_duration_seconds_count{{operation="{operation}",type="configmaps"}}"#
+            r#"etcd_request_duration_seconds_count{{group="",operation="{operation}",resource="configmaps"}}"#
         ))
     };
     assert!(
