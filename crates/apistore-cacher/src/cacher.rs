@@ -30,6 +30,7 @@ pub(crate) struct Settings {
     pub(crate) consistent_reads_from_cache: bool,
     pub(crate) watch_list: bool,
     pub(crate) list_page_size: i64,
+    pub(crate) fill_with_watch_list: bool,
     pub(crate) list_from_cache_snapshot: bool,
     pub(crate) initial_events_end_at_once: bool,
 }
@@ -123,6 +124,7 @@ impl<S: Storage + 'static> Cacher<S> {
                 consistent_reads_from_cache: config.consistent_reads_from_cache,
                 watch_list: config.watch_list,
                 list_page_size: config.list_page_size.max(1),
+                fill_with_watch_list: config.fill_with_watch_list,
                 list_from_cache_snapshot: config.list_from_cache_snapshot,
                 initial_events_end_at_once: config.initial_events_end_at_once,
             },
