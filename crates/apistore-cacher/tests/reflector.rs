@@ -61,6 +61,33 @@ async fn test_cacher_relists_after_its_watch_is_gone() {
         ),
         1.0
     );
+    let (watcher, after) = break_the_watch(&cacher, &backend).await;
+    kv.compact(after.metadata.resource_version.parse().unwrap())
+        .unwrap();
+    gate.add_permits(100);
+
+    // The watcher of the old generation ends; the cache lists again and has both.
+    wait_for_second_fill(watcher, &registry).await;
+    cacher.wait_until_ready().await.unwrap();
+    let list = cacher
+        .list(
+            "/pods",
+            &ListOptions::prefix().at("0", ResourceVersionMatch::Unset),
+        )
+        .await
+        .unwrap();
+    assert_eq!(list.items, [after.clone(), before]);
+    assert!(cacher.resource_version() >= rv(&after));
+}
+
+/// Opens a watcher of everything on `cacher` and takes its initial ADDED; then ends
+/// the cache's stream of `backend` and, while the cache's next watch waits at the
+/// backend's gate, writes a history past the cache's revision (a pod created and
+/// deleted, then `after`, returned with the watcher) for the caller to compact away.
+async fn break_the_watch<S: Storage<Object = Pod> + 'static>(
+    cacher: &Cacher<Wrapped<S>>,
+    backend: &Wrapped<S>,
+) -> (apistore_storage::WatchStream<Pod>, Pod) {
     let mut watcher = cacher
         .watch(
             "/pods",
@@ -69,9 +96,6 @@ async fn test_cacher_relists_after_its_watch_is_gone() {
         .await
         .unwrap();
     assert!(watcher.next().await.is_some(), "the initial ADDED");
-
-    // The cache's watch breaks; while it tries to resume, the history it would resume
-    // from is compacted away.
     backend.cut.notify_waiters();
     let gone = backend
         .create("/pods/ns/gone", Pod::new("ns", "gone"), 0)
@@ -85,41 +109,30 @@ async fn test_cacher_relists_after_its_watch_is_gone() {
         .create("/pods/ns/after", Pod::new("ns", "after"), 0)
         .await
         .unwrap();
-    let rv = |pod: &Pod| pod.metadata.resource_version.parse::<u64>().unwrap();
     assert!(
         rv(&gone) + 1 < rv(&after),
         "the history between them is what goes"
     );
-    kv.compact(after.metadata.resource_version.parse().unwrap())
-        .unwrap();
-    gate.add_permits(100);
+    (watcher, after)
+}
 
-    // The watcher of the old generation ends; the cache lists again and has both.
+/// Waits for `watcher`, of the cache's first generation, to be ended, and for the
+/// cache recording into `registry` to be filled a second time.
+async fn wait_for_second_fill(
+    mut watcher: apistore_storage::WatchStream<Pod>,
+    registry: &prometheus::Registry,
+) {
     let ended = tokio::time::timeout(Duration::from_secs(10), async {
         while watcher.next().await.is_some() {}
     })
     .await;
-    assert!(ended.is_ok(), "the watcher was not ended by the re-list");
+    assert!(ended.is_ok(), "the watcher was not ended by the new fill");
+    let initializations = "apiserver_watch_cache_initializations_total";
     let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
-    while counter(
-        &registry,
-        "apiserver_watch_cache_initializations_total",
-        &[],
-    ) < 2.0
-    {
-        assert!(tokio::time::Instant::now() < deadline, "no re-list");
+    while counter(registry, initializations, &[]) < 2.0 {
+        assert!(tokio::time::Instant::now() < deadline, "no new fill");
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
-    cacher.wait_until_ready().await.unwrap();
-    let list = cacher
-        .list(
-            "/pods",
-            &ListOptions::prefix().at("0", ResourceVersionMatch::Unset),
-        )
-        .await
-        .unwrap();
-    assert_eq!(list.items, [after.clone(), before]);
-    assert!(cacher.resource_version() >= after.metadata.resource_version.parse().unwrap());
 }
 
 /// The page size of the caches' paged lists in these tests: 25 pods are three pages.
@@ -200,14 +213,7 @@ async fn assert_paged_fill(backend: &Wrapped<Etcd3Store<Pod>>, pages: usize, cac
             .iter()
             .all(|page| !page.predicate.continue_token.is_empty())
     );
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
-    while backend.watches.load(Ordering::SeqCst) == 0 {
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "no watch after the list"
-        );
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
+    backend.wait_for_a_watch().await;
     let watches = backend.take_watch_requests();
     let plain: Vec<_> = watches
         .iter()
@@ -218,17 +224,41 @@ async fn assert_paged_fill(backend: &Wrapped<Etcd3Store<Pod>>, pages: usize, cac
     assert!(from > 0 && from <= cached_rv, "watch from {from}");
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn cache_at_1_37_fills_through_one_streaming_watch_with_what_a_paged_fill_has() {
-    let backend = etcd3::backend("reflector_watch_list_1_37", Needs::Shared).await;
+/// A store of `test_name`'s own over the shared etcd, with the `WatchList` gate on,
+/// holding [`write_pods`]'s 25 pods (24 after the deletion): the test's backend, the
+/// store recorded from now on, and the revision of the last write.
+async fn pods_in_etcd(test_name: &str) -> (etcd3::Etcd3Backend, Wrapped<Etcd3Store<Pod>>, u64) {
+    let backend = etcd3::backend(test_name, Needs::Shared).await;
     let store = backend.store.clone().with_watch_list(true);
     let last = write_pods(&store, 25).await;
+    (backend, Wrapped::over(store), last)
+}
+
+/// Checks that `cacher` was filled from `backend` by a paged list of the 25 pods of
+/// [`write_pods`], and that it serves what `backend` holds at `last`.
+async fn assert_filled_by_pages(
+    backend: &Wrapped<Etcd3Store<Pod>>,
+    cacher: &Cacher<Wrapped<Etcd3Store<Pod>>>,
+    last: u64,
+) {
+    assert_paged_fill(backend, 3, cacher.resource_version()).await;
+    let from_backend = backend
+        .store
+        .list("/pods", &ListOptions::prefix())
+        .await
+        .unwrap();
+    assert_eq!(cached(cacher, last).await.items, from_backend.items);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cache_at_1_37_fills_through_one_streaming_watch_with_what_a_paged_fill_has() {
+    let (backend, streamed, last) = pods_in_etcd("reflector_watch_list_1_37").await;
+    let store = streamed.store.clone();
     let from_backend = store.list("/pods", &ListOptions::prefix()).await.unwrap();
     assert_eq!(from_backend.items.len(), 24);
 
     // kube 1.37: one watch with sendInitialEvents, no list of the resource; etcd sees
     // the one range of the watch's initial sync (its pages hold 10,000).
-    let streamed = Wrapped::over(store.clone());
     let etcd_lists = backend.requests_total(&["list"]);
     let (cache_1_37, registry_1_37) = cacher_at(streamed.clone(), KubeVersion::V1_37, true);
     cache_1_37.wait_until_ready().await.unwrap();
@@ -281,47 +311,13 @@ async fn cache_at_1_37_fills_again_through_a_streaming_watch_after_a_410() {
     };
     let (cacher, registry) = cacher_at(wrapped.clone(), KubeVersion::V1_37, true);
     cacher.wait_until_ready().await.unwrap();
-    let mut watcher = cacher
-        .watch(
-            "/pods",
-            &ListOptions::prefix().at("0", ResourceVersionMatch::Unset),
-        )
-        .await
-        .unwrap();
-    assert!(watcher.next().await.is_some(), "the initial ADDED");
-
-    // The cache's stream breaks; while it waits to watch again from its revision, that
-    // revision is compacted away.
-    wrapped.cut.notify_waiters();
-    let gone = store
-        .create("/pods/ns/gone", Pod::new("ns", "gone"), 0)
-        .await
-        .unwrap();
-    store
-        .delete("/pods/ns/gone", DeleteOptions::default())
-        .await
-        .unwrap();
-    let after = store
-        .create("/pods/ns/after", Pod::new("ns", "after"), 0)
-        .await
-        .unwrap();
-    assert!(rv(&gone) + 1 < rv(&after));
+    let (watcher, after) = break_the_watch(&cacher, &wrapped).await;
     backend.compact(&after.metadata.resource_version).await;
     gate.add_permits(100);
 
     // The watch from the compacted revision fails; the cache fills again through a
     // second streaming watch-list, never a list, and has both.
-    let ended = tokio::time::timeout(Duration::from_secs(10), async {
-        while watcher.next().await.is_some() {}
-    })
-    .await;
-    assert!(ended.is_ok(), "the watcher was not ended by the new fill");
-    let initializations = "apiserver_watch_cache_initializations_total";
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
-    while counter(&registry, initializations, &[]) < 2.0 {
-        assert!(tokio::time::Instant::now() < deadline, "no new fill");
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    wait_for_second_fill(watcher, &registry).await;
     cacher.wait_until_ready().await.unwrap();
     assert_eq!(
         counter(
@@ -341,10 +337,7 @@ async fn cache_at_1_37_fills_again_through_a_streaming_watch_after_a_410() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn cache_at_1_37_lists_in_pages_when_the_backend_refuses_the_streaming_watch() {
-    let backend = etcd3::backend("reflector_watch_list_refused", Needs::Shared).await;
-    let store = backend.store.clone().with_watch_list(true);
-    let last = write_pods(&store, 25).await;
-    let refusing = Wrapped::over(store.clone());
+    let (_backend, refusing, last) = pods_in_etcd("reflector_watch_list_refused").await;
     refusing.refuse_watch_list.store(true, Ordering::SeqCst);
     let (cacher, registry) = cacher_at(refusing.clone(), KubeVersion::V1_37, true);
     cacher.wait_until_ready().await.unwrap();
@@ -354,9 +347,7 @@ async fn cache_at_1_37_lists_in_pages_when_the_backend_refuses_the_streaming_wat
     let watches = refusing.watch_requests.lock().unwrap().clone();
     assert_eq!(watches.iter().filter(|o| is_watch_list(o)).count(), 1);
     assert!(is_watch_list(&watches[0]), "{watches:?}");
-    assert_paged_fill(&refusing, 3, cacher.resource_version()).await;
-    let from_backend = store.list("/pods", &ListOptions::prefix()).await.unwrap();
-    assert_eq!(cached(&cacher, last).await.items, from_backend.items);
+    assert_filled_by_pages(&refusing, &cacher, last).await;
     assert_eq!(
         counter(
             &registry,
@@ -369,10 +360,7 @@ async fn cache_at_1_37_lists_in_pages_when_the_backend_refuses_the_streaming_wat
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn cache_at_1_37_without_the_watch_list_gate_lists_in_pages_without_asking() {
-    let backend = etcd3::backend("reflector_watch_list_gate_off", Needs::Shared).await;
-    let store = backend.store.clone().with_watch_list(true);
-    let last = write_pods(&store, 25).await;
-    let wrapped = Wrapped::over(store.clone());
+    let (_backend, wrapped, last) = pods_in_etcd("reflector_watch_list_gate_off").await;
     let (cacher, _registry) = cacher_at(wrapped.clone(), KubeVersion::V1_37, false);
     cacher.wait_until_ready().await.unwrap();
 
@@ -383,7 +371,5 @@ async fn cache_at_1_37_without_the_watch_list_gate_lists_in_pages_without_asking
         watches.iter().all(|o| o.send_initial_events.is_none()),
         "{watches:?}"
     );
-    assert_paged_fill(&wrapped, 3, cacher.resource_version()).await;
-    let from_backend = store.list("/pods", &ListOptions::prefix()).await.unwrap();
-    assert_eq!(cached(&cacher, last).await.items, from_backend.items);
+    assert_filled_by_pages(&wrapped, &cacher, last).await;
 }

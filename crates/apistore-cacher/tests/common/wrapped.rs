@@ -90,6 +90,20 @@ impl<S> Wrapped<S> {
             .collect()
     }
 
+    /// Waits until the store has been asked for a watch: a cache turns ready when its
+    /// list lands and opens its own watch of the backend just after, which on a busy
+    /// machine is still to come.
+    pub async fn wait_for_a_watch(&self) {
+        let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(10);
+        while self.watches.load(Ordering::SeqCst) == 0 {
+            assert!(
+                tokio::time::Instant::now() < deadline,
+                "the cache opened no watch of the backend"
+            );
+            tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+        }
+    }
+
     /// The options of the watches asked for so far, taken.
     pub fn take_watch_requests(&self) -> Vec<ListOptions> {
         std::mem::take(&mut *self.watch_requests.lock().unwrap())
