@@ -375,4 +375,10 @@ impl<S: Storage + 'static> Storage for Cacher<S> {
     fn compact_revision(&self) -> i64 {
         self.shared.sync_compaction()
     }
+
+    /// With [`CacherConfig::watch_list`](crate::CacherConfig::watch_list) on, the
+    /// cache's watchers get their initial events and the end bookmark.
+    fn supports_watch_list(&self) -> bool {
+        self.shared.settings.watch_list
+    }
 }

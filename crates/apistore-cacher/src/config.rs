@@ -59,11 +59,13 @@ pub struct CacherConfig<T> {
     /// watching on that stream, rather than listing in pages and then watching:
     /// client-go's `WatchListClient` gate, which kube's cacher follows from 1.34 and
     /// which is on by default from kube 1.35. Taken only while [`Self::watch_list`] is
-    /// on too (kube's cacher refuses its own watch-list without the `WatchList` gate);
-    /// the backend must then honour `sendInitialEvents` (its own `WatchList` gate on, as
-    /// kube's one gate has it). When the backend refuses or does not stream as a
-    /// watch-list, the cache lists in pages instead. On by default, as for the newest
-    /// kube; [`Self::with_kube_version`] sets it.
+    /// on too (kube's cacher refuses its own watch-list without the `WatchList` gate)
+    /// and the backend says it serves watch-lists
+    /// ([`Storage::supports_watch_list`](apistore_storage::Storage::supports_watch_list):
+    /// for the etcd3 and in-memory stores, their own `WatchList` gate on, as kube's one
+    /// gate has it). When the backend refuses or does not stream as a watch-list, the
+    /// cache lists in pages instead. On by default, as for the newest kube;
+    /// [`Self::with_kube_version`] sets it.
     pub fill_with_watch_list: bool,
     /// kube's `ListFromCacheSnapshot` (beta and on from kube 1.34): keep a snapshot of
     /// the objects per revision the window covers, and serve Exact lists and continued

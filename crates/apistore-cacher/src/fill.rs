@@ -14,12 +14,14 @@
 //!
 //! kube's cacher refuses its own reflector's watch-list while the `WatchList` gate is
 //! off ([`CacherConfig::watch_list`]; `listerWatcher.Watch` in `lister_watcher.go`),
-//! and client-go then lists instead; so does this, without asking the backend. When
-//! the backend refuses the streaming watch (an error, or an error event before the end
+//! and client-go then lists instead; so does this, without asking the backend; and
+//! likewise when the backend does not say it serves watch-lists
+//! ([`Storage::supports_watch_list`]: its own `WatchList` gate is off, and it would
+//! ignore `sendInitialEvents`; kube's one gate covers both). When the backend refuses the streaming watch (an error, or an error event before the end
 //! of the initial events), or answers with something a watch-list never sends before
-//! its end (a change, a plain bookmark: the sign of a backend with its own gate off,
-//! which ignores `sendInitialEvents`), or the stream ends early, the round falls back
-//! to the paged list, as client-go's `ListAndWatchWithContext` does.
+//! its end (a change, a plain bookmark: a backend that ignored `sendInitialEvents`
+//! after all), or the stream ends early, the round falls back to the paged list, as
+//! client-go's `ListAndWatchWithContext` does.
 //!
 //! Unlike client-go, the streaming watch always asks for the latest state (an empty
 //! resourceVersion) rather than first retrying the reflector's last revision: the
@@ -56,7 +58,8 @@ pub(crate) async fn fill<S: Storage>(
     shared: &Shared<S>,
 ) -> Result<Filled<S::Object>, StorageError> {
     let settings = &shared.settings;
-    if settings.fill_with_watch_list && settings.watch_list {
+    if settings.fill_with_watch_list && settings.watch_list && shared.storage.supports_watch_list()
+    {
         match stream_all(shared).await {
             Ok(filled) => return Ok(filled),
             Err(refused) => tracing::info!(

@@ -359,17 +359,22 @@ async fn cache_at_1_37_lists_in_pages_when_the_backend_refuses_the_streaming_wat
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn cache_at_1_37_without_the_watch_list_gate_lists_in_pages_without_asking() {
-    let (_backend, wrapped, last) = pods_in_etcd("reflector_watch_list_gate_off").await;
-    let (cacher, _registry) = cacher_at(wrapped.clone(), KubeVersion::V1_37, false);
-    cacher.wait_until_ready().await.unwrap();
-
-    // kube's cacher refuses its own watch-list with the gate off: the backend sees
-    // no sendInitialEvents at all.
-    let watches = wrapped.watch_requests.lock().unwrap().clone();
-    assert!(
-        watches.iter().all(|o| o.send_initial_events.is_none()),
-        "{watches:?}"
-    );
-    assert_filled_by_pages(&wrapped, &cacher, last).await;
+async fn cache_at_1_37_lists_in_pages_without_asking_while_a_watch_list_gate_is_off() {
+    // kube's cacher refuses its own watch-list with the gate off; a backend with its
+    // own gate off does not serve one (it would ignore sendInitialEvents). Either way
+    // the backend is never asked for one.
+    for (cacher_gate, backend_gate) in [(false, true), (true, false)] {
+        let name = format!("reflector_watch_list_gates_{cacher_gate}_{backend_gate}");
+        let (_backend, wrapped, last) = pods_in_etcd(&name).await;
+        let wrapped = Wrapped::over(wrapped.store.clone().with_watch_list(backend_gate));
+        assert_eq!(wrapped.supports_watch_list(), backend_gate);
+        let (cacher, _registry) = cacher_at(wrapped.clone(), KubeVersion::V1_37, cacher_gate);
+        cacher.wait_until_ready().await.unwrap();
+        let watches = wrapped.watch_requests.lock().unwrap().clone();
+        assert!(
+            watches.iter().all(|o| o.send_initial_events.is_none()),
+            "{watches:?}"
+        );
+        assert_filled_by_pages(&wrapped, &cacher, last).await;
+    }
 }

@@ -198,4 +198,7 @@ impl<S: Storage<Object = Pod>> Storage for Wrapped<S> {
     fn compact_revision(&self) -> i64 {
         self.store.compact_revision()
     }
+    fn supports_watch_list(&self) -> bool {
+        self.store.supports_watch_list()
+    }
 }
