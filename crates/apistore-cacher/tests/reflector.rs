@@ -96,6 +96,9 @@ async fn break_the_watch<S: Storage<Object = Pod> + 'static>(
         .await
         .unwrap();
     assert!(watcher.next().await.is_some(), "the initial ADDED");
+    // The cache turns ready before it asks for its watch after a paged list: the cut
+    // must come after that, or it ends nothing.
+    backend.wait_for_a_watch().await;
     backend.cut.notify_waiters();
     let gone = backend
         .create("/pods/ns/gone", Pod::new("ns", "gone"), 0)

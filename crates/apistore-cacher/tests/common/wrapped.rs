@@ -29,7 +29,7 @@ pub struct Wrapped<S = MemoryStore<Pod>> {
     pub watch_requests: Arc<Mutex<Vec<ListOptions>>>,
     /// When set, a watch with `sendInitialEvents` is refused with an error.
     pub refuse_watch_list: Arc<AtomicBool>,
-    /// Ends every watch stream open when notified.
+    /// Ends every watch stream asked for before it is notified (`notify_waiters`).
     pub cut: Arc<Notify>,
     /// When set, every watch after the first waits for a permit.
     pub gate: Option<Arc<Semaphore>>,
@@ -148,6 +148,9 @@ impl<S: Storage<Object = Pod>> Storage for Wrapped<S> {
         self.store.list(key, options).await
     }
     async fn watch(&self, key: &str, options: &ListOptions) -> Result<WatchStream<Pod>> {
+        // Made first, before the watch counts as asked for: a cut from then on ends
+        // this stream, even one made before the stream is first polled.
+        let cut = Arc::clone(&self.cut).notified_owned();
         self.watch_requests.lock().unwrap().push(options.clone());
         if options.send_initial_events.is_some() && self.refuse_watch_list.load(Ordering::SeqCst) {
             return Err(StorageError::BadRequest {
@@ -160,7 +163,6 @@ impl<S: Storage<Object = Pod>> Storage for Wrapped<S> {
             gate.acquire().await.unwrap().forget();
         }
         let stream = self.store.watch(key, options).await?;
-        let cut = Arc::clone(&self.cut);
         let lost = Arc::clone(&self.lost);
         let kept = move |event: &WatchEvent<Pod>| {
             let name = match event {
@@ -174,7 +176,7 @@ impl<S: Storage<Object = Pod>> Storage for Wrapped<S> {
         Ok(Box::pin(
             stream
                 .filter(move |event| std::future::ready(kept(event)))
-                .take_until(async move { cut.notified().await }),
+                .take_until(cut),
         ))
     }
     async fn count(&self, key: &str) -> Result<i64> {
