@@ -30,6 +30,7 @@ pub(crate) struct Settings {
     pub(crate) consistent_reads_from_cache: bool,
     pub(crate) watch_list: bool,
     pub(crate) list_page_size: i64,
+    pub(crate) fill_with_watch_list: bool,
     pub(crate) list_from_cache_snapshot: bool,
     pub(crate) initial_events_end_at_once: bool,
 }
@@ -123,6 +124,7 @@ impl<S: Storage + 'static> Cacher<S> {
                 consistent_reads_from_cache: config.consistent_reads_from_cache,
                 watch_list: config.watch_list,
                 list_page_size: config.list_page_size.max(1),
+                fill_with_watch_list: config.fill_with_watch_list,
                 list_from_cache_snapshot: config.list_from_cache_snapshot,
                 initial_events_end_at_once: config.initial_events_end_at_once,
             },
@@ -372,5 +374,11 @@ impl<S: Storage + 'static> Storage for Cacher<S> {
     /// nothing below what it reports. Without, the backend's.
     fn compact_revision(&self) -> i64 {
         self.shared.sync_compaction()
+    }
+
+    /// With [`CacherConfig::watch_list`](crate::CacherConfig::watch_list) on, the
+    /// cache's watchers get their initial events and the end bookmark.
+    fn supports_watch_list(&self) -> bool {
+        self.shared.settings.watch_list
     }
 }

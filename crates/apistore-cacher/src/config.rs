@@ -53,6 +53,20 @@ pub struct CacherConfig<T> {
     pub watch_list: bool,
     /// The page size of the cache's lists of the backend.
     pub list_page_size: i64,
+    /// Fill the cache (at first, and after every loss of its watch) through one
+    /// streaming watch-list of the backend (`sendInitialEvents`, resourceVersionMatch
+    /// NotOlderThan, bookmarks up to the `k8s.io/initial-events-end` one) and keep
+    /// watching on that stream, rather than listing in pages and then watching:
+    /// client-go's `WatchListClient` gate, which kube's cacher follows from 1.34 and
+    /// which is on by default from kube 1.35. Taken only while [`Self::watch_list`] is
+    /// on too (kube's cacher refuses its own watch-list without the `WatchList` gate)
+    /// and the backend says it serves watch-lists
+    /// ([`Storage::supports_watch_list`](apistore_storage::Storage::supports_watch_list):
+    /// for the etcd3 and in-memory stores, their own `WatchList` gate on, as kube's one
+    /// gate has it). When the backend refuses or does not stream as a watch-list, the
+    /// cache lists in pages instead. On by default, as for the newest kube;
+    /// [`Self::with_kube_version`] sets it.
+    pub fill_with_watch_list: bool,
     /// kube's `ListFromCacheSnapshot` (beta and on from kube 1.34): keep a snapshot of
     /// the objects per revision the window covers, and serve Exact lists and continued
     /// lists at those revisions from them, with the items, continue token and
@@ -89,6 +103,7 @@ impl<T: ApiObject> CacherConfig<T> {
             consistent_reads_from_cache: false,
             watch_list: false,
             list_page_size: DEFAULT_LIST_PAGE_SIZE,
+            fill_with_watch_list: true,
             list_from_cache_snapshot: true,
             initial_events_end_at_once: true,
             consistency_check_period: Some(DEFAULT_CONSISTENCY_CHECK_PERIOD),
@@ -116,9 +131,13 @@ impl<T: ApiObject> CacherConfig<T> {
     /// ([`Self::consistency_check_period`], every
     /// [`DEFAULT_CONSISTENCY_CHECK_PERIOD`]) from 1.34 on, neither before; the
     /// initial-events-end bookmark at once from 1.32
-    /// ([`Self::initial_events_end_at_once`]).
+    /// ([`Self::initial_events_end_at_once`]); the fill through a streaming watch-list
+    /// from 1.35 ([`Self::fill_with_watch_list`]; kube's cacher turned its reflector's
+    /// watch-list off up to 1.33, and client-go's `WatchListClient` gate is off by
+    /// default up to 1.34).
     pub fn with_kube_version(mut self, version: KubeVersion) -> Self {
         self.initial_events_end_at_once = version >= KubeVersion::V1_32;
+        self.fill_with_watch_list = version >= KubeVersion::V1_35;
         let since_1_34 = version >= KubeVersion::V1_34;
         self.list_from_cache_snapshot = since_1_34;
         self.consistency_check_period = since_1_34.then_some(DEFAULT_CONSISTENCY_CHECK_PERIOD);
@@ -160,8 +179,33 @@ impl<T> fmt::Debug for CacherConfig<T> {
             )
             .field("watch_list", &self.watch_list)
             .field("list_page_size", &self.list_page_size)
+            .field("fill_with_watch_list", &self.fill_with_watch_list)
             .field("list_from_cache_snapshot", &self.list_from_cache_snapshot)
             .field("consistency_check_period", &self.consistency_check_period)
             .finish_non_exhaustive()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use apistore_storage::{DynamicObject, KubeVersion};
+
+    use super::CacherConfig;
+
+    /// kube's cacher fills through its reflector's watch-list from 1.35: up to 1.33 it
+    /// turns the reflector's watch-list off, and client-go's `WatchListClient` gate is
+    /// off by default until 1.35.
+    #[test]
+    fn fill_with_watch_list_follows_the_kube_version() {
+        for &version in KubeVersion::ALL {
+            let config =
+                CacherConfig::<DynamicObject>::new("/pods", "pods").with_kube_version(version);
+            assert_eq!(
+                config.fill_with_watch_list,
+                version >= KubeVersion::V1_35,
+                "{version:?}"
+            );
+        }
+        assert!(CacherConfig::<DynamicObject>::new("/pods", "pods").fill_with_watch_list);
     }
 }

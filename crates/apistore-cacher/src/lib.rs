@@ -3,7 +3,8 @@
 //! store, the in-memory store), after k8s.io/apiserver v0.31.1 `pkg/storage/cacher`.
 //!
 //! A [`Cacher`] keeps one list-then-watch of its resource in the backend
-//! (`reflector.rs`), the current objects in key order and a window of recent events
+//! (`reflector.rs`; filled by a paged list, or from kube 1.35 by one streaming
+//! watch-list, [`CacherConfig::fill_with_watch_list`], `fill.rs`), the current objects in key order and a window of recent events
 //! whose capacity grows and shrinks as kube's does (`watch_cache.rs`, `window.rs`),
 //! and serves:
 //!
@@ -67,6 +68,7 @@ mod config;
 mod consistency;
 mod dispatcher;
 mod event;
+mod fill;
 mod index;
 mod interval;
 mod keys;

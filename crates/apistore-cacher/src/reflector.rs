@@ -1,12 +1,13 @@
 //! The cache's one list-then-watch of the backend (kube's reflector as the cacher
-//! runs it in `startCaching`): list the resource in pages, replace the cache, watch
-//! from the list's revision with progress bookmarks, apply every event and dispatch
-//! them, those that arrived together as one batch.
+//! runs it in `startCaching`): fill the cache (`fill.rs`: a paged list, or from kube
+//! 1.35 one streaming watch-list), replace the cache, watch from the fill's revision
+//! with progress bookmarks (on the watch-list's own stream when there was one), apply
+//! every event and dispatch them, those that arrived together as one batch.
 //!
 //! A watch stream that ends is re-opened from the last revision seen. An error event
-//! (410 when the revision was compacted away) or a failed list or watch ends the round:
+//! (410 when the revision was compacted away) or a failed fill or watch ends the round:
 //! the cache turns pending, its watchers are terminated, and after a pause (short after
-//! a round whose list worked, doubling up to 30 s while lists keep failing) it lists
+//! a round whose fill worked, doubling up to 30 s while fills keep failing) it fills
 //! again. The same loop sends the due bookmarks once a second.
 
 use std::future::poll_fn;
@@ -21,6 +22,7 @@ use tokio::time::{Instant, MissedTickBehavior};
 
 use crate::cacher::Shared;
 use crate::event::{CacheEvent, EventKind};
+use crate::fill::{Filled, fill};
 
 const FIRST_RETRY: Duration = Duration::from_millis(100);
 const MAX_RETRY: Duration = Duration::from_secs(30);
@@ -28,11 +30,11 @@ const BOOKMARK_TICK: Duration = Duration::from_secs(1);
 
 /// Runs until the task is aborted (when the cacher is dropped).
 pub(crate) async fn run<S: Storage + 'static>(shared: Arc<Shared<S>>) {
-    let mut failed_lists = 0u32;
+    let mut failed_fills = 0u32;
     loop {
         shared.dispatcher.terminate_all();
-        let mut listed = false;
-        let result = list_and_watch(&shared, &mut listed).await;
+        let mut filled = false;
+        let result = list_and_watch(&shared, &mut filled).await;
         shared.ready.set(false);
         shared.dispatcher.terminate_all();
         if let Err(err) = result {
@@ -40,16 +42,16 @@ pub(crate) async fn run<S: Storage + 'static>(shared: Arc<Shared<S>>) {
             tracing::warn!(
                 resource = %shared.settings.group_resource,
                 error = %err,
-                "watch cache lost its watch of the backend; listing again"
+                "watch cache lost its watch of the backend; filling it again"
             );
         }
-        failed_lists = if listed {
+        failed_fills = if filled {
             0
         } else {
-            failed_lists.saturating_add(1)
+            failed_fills.saturating_add(1)
         };
         let pause = FIRST_RETRY
-            .saturating_mul(2u32.saturating_pow(failed_lists))
+            .saturating_mul(2u32.saturating_pow(failed_fills))
             .min(MAX_RETRY);
         tokio::time::sleep(pause).await;
     }
@@ -57,18 +59,22 @@ pub(crate) async fn run<S: Storage + 'static>(shared: Arc<Shared<S>>) {
 
 async fn list_and_watch<S: Storage>(
     shared: &Shared<S>,
-    listed: &mut bool,
+    filled: &mut bool,
 ) -> Result<(), StorageError> {
     let prefix = shared.settings.resource_prefix.as_str();
     let started = Instant::now();
-    let (objects, list_rv) = list_all(shared).await?;
-    // A fresh list is consistent with the backend by construction: snapshots start
+    let Filled {
+        objects,
+        revision: list_rv,
+        stream: mut streamed,
+    } = fill(shared).await?;
+    // A fresh fill is consistent with the backend by construction: snapshots start
     // again even if the consistency checker turned them off.
     shared
         .cache
         .set_snapshots_enabled(shared.settings.list_from_cache_snapshot);
     shared.cache.replace(objects, list_rv);
-    *listed = true;
+    *filled = true;
     // The metrics move before readiness does: whoever waited for the cache to be ready
     // must find the initialization already counted.
     shared.metrics.record_initialization(started.elapsed());
@@ -80,17 +86,24 @@ async fn list_and_watch<S: Storage>(
     let mut ticker = tokio::time::interval(BOOKMARK_TICK);
     ticker.set_missed_tick_behavior(MissedTickBehavior::Skip);
     loop {
-        let options = ListOptions {
-            resource_version: shared.cache.resource_version().to_string(),
-            recursive: true,
-            progress_notify: true,
-            predicate: SelectionPredicate {
-                allow_watch_bookmarks: true,
-                ..SelectionPredicate::default()
-            },
-            ..ListOptions::default()
+        // A streaming watch-list goes on as the watch: its next events follow the
+        // revision its initial events were read at.
+        let mut stream = match streamed.take() {
+            Some(stream) => stream,
+            None => {
+                let options = ListOptions {
+                    resource_version: shared.cache.resource_version().to_string(),
+                    recursive: true,
+                    progress_notify: true,
+                    predicate: SelectionPredicate {
+                        allow_watch_bookmarks: true,
+                        ..SelectionPredicate::default()
+                    },
+                    ..ListOptions::default()
+                };
+                shared.storage.watch(prefix, &options).await?
+            }
         };
-        let mut stream = shared.storage.watch(prefix, &options).await?;
         loop {
             let event = tokio::select! {
                 event = poll_fn(|cx| stream.as_mut().poll_next(cx)) => event,
@@ -233,24 +246,4 @@ fn absorb<S: Storage>(
             Absorbed::Nothing
         }
     }
-}
-
-/// Every object of the resource, in pages read at one revision, and that revision.
-async fn list_all<S: Storage>(shared: &Shared<S>) -> Result<(Vec<S::Object>, u64), StorageError> {
-    let prefix = shared.settings.resource_prefix.as_str();
-    let mut options = ListOptions::prefix().limit(shared.settings.list_page_size);
-    let page = shared.storage.list(prefix, &options).await?;
-    let revision = shared
-        .storage
-        .versioner()
-        .parse_resource_version(&page.metadata.resource_version)?;
-    let mut objects = page.items;
-    let mut token = page.metadata.continue_token;
-    while !token.is_empty() {
-        options.predicate.continue_token = token;
-        let page = shared.storage.list(prefix, &options).await?;
-        objects.extend(page.items);
-        token = page.metadata.continue_token;
-    }
-    Ok((objects, revision))
 }

@@ -205,17 +205,9 @@ async fn test_get_cache_bypass() {
 async fn test_watch_cache_bypass() {
     let backend = Recording::new(KvConfig::default());
     let cacher = cacher(&backend, config(false)).await;
-    // The cache turns ready when its list lands and opens its own watch of the backend
-    // just after: on a busy machine that is still to come. Wait for it, so that the
-    // count below is about the watches served from the cache.
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
-    while backend.watches.load(Ordering::SeqCst) == 0 {
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "the cache opened no watch of the backend"
-        );
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
+    // The cache's own watch of the backend may still be to come: wait for it, so that
+    // the count below is about the watches served from the cache.
+    backend.wait_for_a_watch().await;
     for resource_version in ["", "0", "1"] {
         let options = ListOptions::prefix().at(resource_version, ResourceVersionMatch::Unset);
         let _watch = cacher.watch("/pods/ns", &options).await.unwrap();

@@ -161,6 +161,10 @@ where
     fn compact_revision(&self) -> i64 {
         self.seen_compact_revision()
     }
+
+    fn supports_watch_list(&self) -> bool {
+        self.watch_list()
+    }
 }
 
 // README.md's example, compiled with the doctests.

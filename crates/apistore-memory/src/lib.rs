@@ -142,6 +142,10 @@ where
     fn compact_revision(&self) -> i64 {
         self.kv.compacted_revision()
     }
+
+    fn supports_watch_list(&self) -> bool {
+        self.watch_list
+    }
 }
 
 // README.md's example, compiled with the doctests.

@@ -139,4 +139,17 @@ pub trait Storage: Send + Sync {
     /// backend (and for etcd on the kube version: from 1.34 it watches the compactors'
     /// shared key, so compactions made by other servers count too).
     fn compact_revision(&self) -> i64;
+
+    /// Whether the store's watches serve a streaming watch-list: with
+    /// `sendInitialEvents`, the current objects as ADDED events and then, when
+    /// bookmarks are allowed, the bookmark annotated `k8s.io/initial-events-end` (for
+    /// the etcd3 and in-memory stores, kube's `WatchList` gate on for the store). A
+    /// watch cache fills through a streaming watch-list only from a store that says so.
+    /// No by default: a store that ignores `sendInitialEvents` would leave the cache
+    /// waiting for an end bookmark that never comes. kube asks the opposite
+    /// (`IsWatchListSemanticsUnSupported`, 1.35), as its one `WatchList` gate covers
+    /// every store of a server.
+    fn supports_watch_list(&self) -> bool {
+        false
+    }
 }

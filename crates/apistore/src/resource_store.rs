@@ -250,4 +250,8 @@ impl<T: ApiObject + Clone + Default + Send + Sync + 'static> Storage for Resourc
     fn compact_revision(&self) -> i64 {
         each!(self, store => store.compact_revision())
     }
+
+    fn supports_watch_list(&self) -> bool {
+        each!(self, store => store.supports_watch_list())
+    }
 }

@@ -1,29 +1,35 @@
-//! A backend for the cacher's own tests: the in-memory store, recording the lists,
-//! gets and watches that reach it (the reference's `dummyStorage`, over a working
-//! store), whose watch streams end when told to, whose later watches can be held at
-//! a gate, and whose watches can be told to lose the events of one object (a cache
-//! that is then inconsistent with the store).
+//! A backend for the cacher's own tests: a working store (the in-memory one by
+//! default, or the etcd3 store over a real etcd), recording the lists, gets and
+//! watches that reach it (the reference's `dummyStorage`, over a working store), whose
+//! watch streams end when told to, whose later watches can be held at a gate, whose
+//! watches can be told to lose the events of one object (a cache that is then
+//! inconsistent with the store), and which can refuse watches with
+//! `sendInitialEvents` (kube's cacher's `listerWatcher` with the `WatchList` gate off).
 
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 use apistore_memory::{KvConfig, MemoryKv, MemoryStore, MemoryStoreConfig};
 use apistore_storage::{
-    DeleteOptions, GetOptions, ListOptions, ObjectList, ResponseMeta, Result, Storage, Update,
-    UpdateOptions, Versioner, WatchEvent, WatchStream,
+    DeleteOptions, GetOptions, ListOptions, ObjectList, ResponseMeta, Result, Storage,
+    StorageError, Update, UpdateOptions, Versioner, WatchEvent, WatchStream,
 };
 use apistore_testing::suite::Pod;
 use futures::StreamExt as _;
 use tokio::sync::{Notify, Semaphore};
 
-/// The in-memory store of pods, watched and recorded.
+/// A store of pods (the in-memory one unless said otherwise), watched and recorded.
 #[derive(Clone)]
-pub struct Wrapped {
-    pub store: MemoryStore<Pod>,
+pub struct Wrapped<S = MemoryStore<Pod>> {
+    pub store: S,
     pub lists: Arc<Mutex<Vec<(String, ListOptions)>>>,
     pub gets: Arc<Mutex<Vec<String>>>,
     pub watches: Arc<AtomicUsize>,
-    /// Ends every watch stream open when notified.
+    /// The options of every watch asked for, refused ones too, in order.
+    pub watch_requests: Arc<Mutex<Vec<ListOptions>>>,
+    /// When set, a watch with `sendInitialEvents` is refused with an error.
+    pub refuse_watch_list: Arc<AtomicBool>,
+    /// Ends every watch stream asked for before it is notified (`notify_waiters`).
     pub cut: Arc<Notify>,
     /// When set, every watch after the first waits for a permit.
     pub gate: Option<Arc<Semaphore>>,
@@ -38,11 +44,23 @@ impl Wrapped {
     /// Over a fresh key space with this configuration.
     pub fn new(config: KvConfig) -> Self {
         let kv = MemoryKv::new(config);
+        Self::over(MemoryStore::new(
+            kv,
+            MemoryStoreConfig::for_resource("pods"),
+        ))
+    }
+}
+
+impl<S> Wrapped<S> {
+    /// Over `store`, recording from now on.
+    pub fn over(store: S) -> Self {
         Self {
-            store: MemoryStore::new(kv, MemoryStoreConfig::for_resource("pods")),
+            store,
             lists: Arc::default(),
             gets: Arc::default(),
             watches: Arc::default(),
+            watch_requests: Arc::default(),
+            refuse_watch_list: Arc::default(),
             cut: Arc::new(Notify::new()),
             gate: None,
             lost: Arc::default(),
@@ -53,16 +71,46 @@ impl Wrapped {
     /// The lists of keys other than the resource prefix (those are the cacher's own:
     /// its lists of everything and its one-item lists for the current revision).
     pub fn take_request_lists(&self) -> Vec<ListOptions> {
+        self.take_lists(|key, _| key != "/pods")
+    }
+
+    /// The cache's own lists of everything (not its one-item lists for the current
+    /// revision), taken.
+    pub fn take_resource_lists(&self) -> Vec<ListOptions> {
+        self.take_lists(|key, options| key == "/pods" && options.predicate.limit != 1)
+    }
+
+    /// The recorded lists `keep` accepts; all are taken.
+    fn take_lists(&self, keep: impl Fn(&str, &ListOptions) -> bool) -> Vec<ListOptions> {
         let mut lists = self.lists.lock().unwrap();
         lists
             .drain(..)
-            .filter(|(key, _)| key != "/pods")
+            .filter(|(key, options)| keep(key, options))
             .map(|(_, options)| options)
             .collect()
     }
+
+    /// Waits until the store has been asked for a watch: a cache turns ready when its
+    /// list lands and opens its own watch of the backend just after, which on a busy
+    /// machine is still to come.
+    pub async fn wait_for_a_watch(&self) {
+        let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(10);
+        while self.watches.load(Ordering::SeqCst) == 0 {
+            assert!(
+                tokio::time::Instant::now() < deadline,
+                "the cache opened no watch of the backend"
+            );
+            tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+        }
+    }
+
+    /// The options of the watches asked for so far, taken.
+    pub fn take_watch_requests(&self) -> Vec<ListOptions> {
+        std::mem::take(&mut *self.watch_requests.lock().unwrap())
+    }
 }
 
-impl Storage for Wrapped {
+impl<S: Storage<Object = Pod>> Storage for Wrapped<S> {
     type Object = Pod;
 
     fn versioner(&self) -> &dyn Versioner {
@@ -100,12 +148,21 @@ impl Storage for Wrapped {
         self.store.list(key, options).await
     }
     async fn watch(&self, key: &str, options: &ListOptions) -> Result<WatchStream<Pod>> {
+        // Made first, before the watch counts as asked for: a cut from then on ends
+        // this stream, even one made before the stream is first polled.
+        let cut = Arc::clone(&self.cut).notified_owned();
+        self.watch_requests.lock().unwrap().push(options.clone());
+        if options.send_initial_events.is_some() && self.refuse_watch_list.load(Ordering::SeqCst) {
+            return Err(StorageError::BadRequest {
+                key: key.to_owned(),
+                message: "sendInitialEvents is forbidden for watch unless the WatchList feature gate is enabled".to_owned(),
+            });
+        }
         let earlier = self.watches.fetch_add(1, Ordering::SeqCst);
         if let (Some(gate), true) = (&self.gate, earlier > 0) {
             gate.acquire().await.unwrap().forget();
         }
         let stream = self.store.watch(key, options).await?;
-        let cut = Arc::clone(&self.cut);
         let lost = Arc::clone(&self.lost);
         let kept = move |event: &WatchEvent<Pod>| {
             let name = match event {
@@ -119,7 +176,7 @@ impl Storage for Wrapped {
         Ok(Box::pin(
             stream
                 .filter(move |event| std::future::ready(kept(event)))
-                .take_until(async move { cut.notified().await }),
+                .take_until(cut),
         ))
     }
     async fn count(&self, key: &str) -> Result<i64> {
@@ -142,5 +199,8 @@ impl Storage for Wrapped {
     }
     fn compact_revision(&self) -> i64 {
         self.store.compact_revision()
+    }
+    fn supports_watch_list(&self) -> bool {
+        self.store.supports_watch_list()
     }
 }
