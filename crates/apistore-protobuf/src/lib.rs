@@ -43,6 +43,7 @@ mod envelope;
 mod error;
 mod json_read;
 mod json_write;
+mod lazy;
 mod quantity;
 mod schema;
 mod sizes;
@@ -62,6 +63,7 @@ pub use carry::UnknownField;
 pub use codec::{MediaType, PartialRead, StorageCodec, UnknownFieldsObserver};
 pub use envelope::PROTOBUF_MAGIC;
 pub use error::{ProtobufError, Result, WouldDropFields};
+pub use lazy::{LazyCodec, LazyObject};
 pub use sizes::MetadataSizes;
 
 use schema::Schema;
