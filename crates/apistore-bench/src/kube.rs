@@ -5,9 +5,10 @@
 //!
 //! Workloads, each named `kube ...` for `--only`:
 //! - `kube decode/Pod`: a stored value decoded into an object (apistore: `DynamicObject`
-//!   through the protobuf codec, and k8s-openapi's typed `Pod` through
-//!   `KubeProtobuf::decode`; kube: the storage codec into a typed `v1.Pod`), and the
-//!   memory each decoded Pod holds;
+//!   through the protobuf codec, k8s-openapi's typed `Pod` through
+//!   `KubeProtobuf::decode`, and `LazyObject` through `LazyCodec`, as read and with its
+//!   body read; kube: the storage codec into a typed `v1.Pod`), and the memory each
+//!   decoded Pod holds;
 //! - `kube list whole` and `kube list pages of 500`: one caller listing all 10,000 Pods;
 //! - `kube store-list RV=<match> <scope>`: the shape of kube's `RunBenchmarkStoreList`
 //!   (resourceVersion "" / NotOlderThan / Exact × cluster, cluster in pages of 1,000,
@@ -24,7 +25,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Instant;
 
 use apistore_etcd3::{Etcd3Store, StoreConfig};
-use apistore_protobuf::{KubeProtobuf, MediaType, StorageCodec};
+use apistore_protobuf::{KubeProtobuf, LazyCodec, MediaType, StorageCodec};
 use apistore_storage::{
     ApiObject, Codec, DynamicObject, GetOptions, ListOptions, ResourceVersionMatch, Storage,
     UpdateOptions,
@@ -272,8 +273,12 @@ impl Bench {
                 spec("decode/Pod", Unit::Seconds, false, Some(1.0)),
                 spec("memory/decoded Pod", Unit::Bytes, false, Some(1.0)),
             ];
-            // Both of apistore's representations against the same answer of Go's.
+            // Each of apistore's representations against the same answer of Go's: the
+            // lazy one twice, as read and with its body read (what a caller that needs
+            // the spec pays).
             let (mut dynamic, mut typed) = (Collector::new(&specs), Collector::new(&specs));
+            let (mut lazy, mut lazy_body) = (Collector::new(&specs), Collector::new(&specs));
+            let lazy_codec = LazyCodec::new(MediaType::Protobuf);
             let request =
                 json!({"op": "decode", "etcdPrefix": format!("{ETCD_PREFIX}{RESOURCE}/")});
             let codec = StorageCodec::<DynamicObject>::new(MediaType::Protobuf);
@@ -288,6 +293,18 @@ impl Bench {
                         Side::Apistore,
                         decode_each(values, |v| Ok(latest.decode::<Pod>(v)?))?,
                     );
+                    lazy.push(
+                        Side::Apistore,
+                        decode_each(values, |v| Ok(lazy_codec.decode(v)?))?,
+                    );
+                    lazy_body.push(
+                        Side::Apistore,
+                        decode_each(values, |v| {
+                            let object = lazy_codec.decode(v)?;
+                            object.body()?;
+                            Ok(object)
+                        })?,
+                    );
                 }
                 if self.runs(Side::Kube) {
                     let answer = Self::ask(go, &request)?;
@@ -297,7 +314,7 @@ impl Bench {
                             answer.ops
                         )));
                     }
-                    for collector in [&mut dynamic, &mut typed] {
+                    for collector in [&mut dynamic, &mut typed, &mut lazy, &mut lazy_body] {
                         collector.push(
                             Side::Kube,
                             vec![answer.decode_seconds, answer.bytes_per_object],
@@ -309,6 +326,11 @@ impl Bench {
                 .push(dynamic.row("kube decode/Pod, protobuf → DynamicObject".to_owned()));
             out.rows
                 .push(typed.row("kube decode/Pod, protobuf → typed Pod".to_owned()));
+            out.rows
+                .push(lazy.row("kube decode/Pod, protobuf → LazyObject".to_owned()));
+            out.rows.push(
+                lazy_body.row("kube decode/Pod, protobuf → LazyObject, body read".to_owned()),
+            );
         }
 
         for (name, limit) in [
@@ -759,7 +781,8 @@ fn bump_counter(pod: &mut KubePod) {
 }
 
 /// Decodes every value with `decode` (apistore: into a `DynamicObject` through the
-/// protobuf codec, or into k8s-openapi's typed `Pod`): seconds per value, then bytes
+/// protobuf codec, into k8s-openapi's typed `Pod`, or into a `LazyObject`, its body
+/// read or not): seconds per value, then bytes
 /// held per decoded value (a second pass, counted by the allocator; the objects'
 /// inline parts in a `Vec` sized before counting starts, and their heap).
 fn decode_each<T>(values: &[Vec<u8>], decode: impl Fn(&[u8]) -> Result<T>) -> Result<Vec<f64>> {
