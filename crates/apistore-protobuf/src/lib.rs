@@ -7,7 +7,9 @@
 //! object ([`KubeProtobuf::decode_to_json`]), and JSON into exactly the bytes
 //! kube-apiserver writes ([`KubeProtobuf::encode_json`]). [`StorageCodec`] makes that
 //! an [`apistore_storage::Codec`] for any serde type: it reads either encoding by
-//! sniffing and writes the one it is told to.
+//! sniffing and writes the one it is told to. [`LazyObject`] (with [`LazyCodec`]) is a
+//! second representation: the stored bytes and decoded metadata, the body decoded only
+//! when asked, and writes that splice new metadata into the stored bytes.
 //!
 //! # Why a schema generated from Go, not .proto files
 //!

@@ -57,6 +57,9 @@ fn take<'a>(buf: &'a [u8], pos: &mut usize, n: usize) -> Result<&'a [u8], &'stat
     Ok(out)
 }
 
+/// A field with the byte range of its whole encoding (key, length, value).
+pub(crate) type Spanned<'a> = (u32, WireVal<'a>, std::ops::Range<usize>);
+
 /// Iterates over the fields of one message: `(field number, value)`. Groups (wire
 /// types 3 and 4, which no Kubernetes type uses) are skipped as unknown fields are.
 pub(crate) struct Fields<'a> {
@@ -79,9 +82,7 @@ impl<'a> Fields<'a> {
     /// The next field with where its encoding starts and ends, by the full path: for
     /// a caller that copies fields as they are stored. Bytes between the previous
     /// field's end and this one's start are skipped groups, kept by a copier too.
-    pub(crate) fn next_spanned(
-        &mut self,
-    ) -> Option<Result<(u32, WireVal<'a>, std::ops::Range<usize>), String>> {
+    pub(crate) fn next_spanned(&mut self) -> Option<Result<Spanned<'a>, String>> {
         match self.full()? {
             Ok((tag, val)) => Some(Ok((tag, val, self.key_start..self.pos))),
             Err(e) => Some(Err(e)),

@@ -21,10 +21,11 @@ use crate::{KubeProtobuf, MediaType, Result, StorageCodec, is_protobuf};
 ///
 /// A decode copies the plain bytes once: the object owns exactly its own value, never
 /// a slice of a larger read that it would keep alive.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 pub struct LazyCodec {
-    write: MediaType,
-    version: KubeVersion,
+    /// What an object is encoded whole with; its media type and kube version are this
+    /// codec's.
+    whole: StorageCodec<DynamicObject>,
 }
 
 impl LazyCodec {
@@ -35,21 +36,23 @@ impl LazyCodec {
 
     /// A codec that writes `write` as kube `version` does (its protobuf schema).
     pub const fn for_kube(write: MediaType, version: KubeVersion) -> Self {
-        Self { write, version }
+        Self {
+            whole: StorageCodec::for_kube(write, version),
+        }
     }
 
     /// The media type this codec writes.
     pub const fn write_media_type(&self) -> MediaType {
-        self.write
+        self.whole.write_media_type()
     }
 
     /// The kube minor whose schema this codec reads and writes protobuf with.
     pub const fn kube_version(&self) -> KubeVersion {
-        self.version
+        self.whole.kube_version()
     }
 
     fn protobuf(&self) -> &'static KubeProtobuf {
-        KubeProtobuf::for_version(self.version)
+        KubeProtobuf::for_version(self.kube_version())
     }
 
     /// Encodes `object`, spliced when it can be, else whole; `previous` is the value
@@ -59,7 +62,7 @@ impl LazyCodec {
         object: &LazyObject,
         previous: Option<&[u8]>,
     ) -> Result<Bytes, CodecError> {
-        if self.write == MediaType::Protobuf {
+        if self.write_media_type() == MediaType::Protobuf {
             if let Some(bytes) = object
                 .spliced(self.protobuf())
                 .map_err(|e| CodecError::Encode(Box::new(e)))?
@@ -70,7 +73,6 @@ impl LazyCodec {
         let whole = object
             .to_dynamic()
             .map_err(|e| CodecError::Encode(Box::new(e)))?;
-        let codec = StorageCodec::<DynamicObject>::for_kube(self.write, self.version);
         // What the object's own read could not show is in the bytes it was read from.
         let carry_from = object
             .stored_bytes()
@@ -78,8 +80,8 @@ impl LazyCodec {
             .filter(|b| is_protobuf(b))
             .or(previous);
         match carry_from {
-            Some(from) => codec.encode_replacing(&whole, from),
-            None => codec.encode(&whole),
+            Some(from) => self.whole.encode_replacing(&whole, from),
+            None => self.whole.encode(&whole),
         }
     }
 }

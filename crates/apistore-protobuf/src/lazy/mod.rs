@@ -56,8 +56,16 @@ type Body = Map<String, Value>;
 ///
 /// Holds the `apiVersion`, `kind` and [`ObjectMeta`] (decoded at once: the store and
 /// selectors need them), and the stored protobuf bytes the body is decoded from when
-/// [`Self::body`] is first called (then cached). See the [module docs](self) for what
-/// is lazy, what a write does, and what stored JSON does.
+/// [`Self::body`] is first called (then cached); the first call costs about what a
+/// whole [`DynamicObject`] decode does. It is a second representation, not a faster
+/// decode of the same thing.
+///
+/// Written through [`LazyCodec`] with its body untouched, the object is its stored
+/// bytes with the metadata re-encoded and spliced in (the stored bytes themselves when
+/// the metadata did not change either): fields the schema does not know survive byte
+/// for byte. After [`Self::body_mut`], or when built from a `DynamicObject`, it is
+/// encoded whole, unknown fields carried over from the bytes it was read from. Stored
+/// JSON (a custom resource) is decoded whole at once and loses nothing.
 ///
 /// Build one from a [`DynamicObject`] (`LazyObject::from(object)`) to create objects;
 /// read them through a store built with [`LazyCodec`].
@@ -103,13 +111,7 @@ impl LazyObject {
         }
         let (av, kind_name, m, raw) = protobuf.open(&stored)?;
         let (field, layout) = split(kind_name, m, raw)?;
-        let metadata: ObjectMeta = pb_de::deserialize_message(
-            &protobuf.schema,
-            kind_name,
-            "metadata",
-            field.id,
-            layout.meta_segs(),
-        )?;
+        let metadata = decode_metadata(protobuf, kind_name, field, &layout)?;
         let (api_version, kind) = (av.to_owned(), kind_name.to_owned());
         Ok(Self {
             api_version,
@@ -246,13 +248,7 @@ impl LazyObject {
             return Ok(None);
         }
         let (field, layout) = split(kind_name, m, raw)?;
-        let old: ObjectMeta = pb_de::deserialize_message(
-            &protobuf.schema,
-            kind_name,
-            "metadata",
-            field.id,
-            layout.meta_segs(),
-        )?;
+        let old = decode_metadata(protobuf, kind_name, field, &layout)?;
         if old == self.metadata {
             // Nothing to write but what is stored: byte for byte, no copy.
             return Ok(Some(stored.bytes.clone()));
@@ -299,6 +295,22 @@ fn split<'a>(
         MetaField::of(m).ok_or_else(|| malformed(format!("{} has no metadata field", m.name)))?;
     let layout = Layout::split(raw, field.tag).map_err(malformed)?;
     Ok((field, layout))
+}
+
+/// The object's metadata, from its occurrences in `layout`.
+fn decode_metadata(
+    protobuf: &KubeProtobuf,
+    kind: &str,
+    field: MetaField,
+    layout: &Layout<'_>,
+) -> Result<ObjectMeta> {
+    pb_de::deserialize_message(
+        &protobuf.schema,
+        kind,
+        "metadata",
+        field.id,
+        layout.meta_segs(),
+    )
 }
 
 impl From<DynamicObject> for LazyObject {
