@@ -10,6 +10,8 @@
 //!   body read; kube: the storage codec into a typed `v1.Pod`), and the memory each
 //!   decoded Pod holds;
 //! - `kube list whole` and `kube list pages of 500`: one caller listing all 10,000 Pods;
+//!   the same `, LazyObject`: apistore's store of `LazyObject`s (bodies not decoded)
+//!   against the same Go lists;
 //! - `kube store-list RV=<match> <scope>`: the shape of kube's `RunBenchmarkStoreList`
 //!   (resourceVersion "" / NotOlderThan / Exact × cluster, cluster in pages of 1,000,
 //!   one node by field selector `spec.nodeName`, one namespace), 4 callers, reporting
@@ -25,7 +27,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Instant;
 
 use apistore_etcd3::{Etcd3Store, StoreConfig};
-use apistore_protobuf::{KubeProtobuf, LazyCodec, MediaType, StorageCodec};
+use apistore_protobuf::{KubeProtobuf, LazyCodec, LazyObject, MediaType, StorageCodec};
 use apistore_storage::{
     ApiObject, Codec, DynamicObject, GetOptions, ListOptions, ResourceVersionMatch, Storage,
     UpdateOptions,
@@ -333,9 +335,19 @@ impl Bench {
             );
         }
 
-        for (name, limit) in [
-            ("kube list whole", 0),
-            ("kube list pages of 500", LIST_PAGE),
+        // The lazy rows list through a store of `LazyObject`s (bodies left undecoded)
+        // against the same Go answer; they have no raw side.
+        let lazy_store = Arc::new(Etcd3Store::<LazyObject>::with_parts(
+            self.client.clone(),
+            StoreConfig::for_resource(RESOURCE),
+            Arc::new(LazyCodec::new(MediaType::Protobuf)),
+            Arc::new(IdentityTransformer),
+        ));
+        for (name, limit, lazy) in [
+            ("kube list whole", 0, false),
+            ("kube list pages of 500", LIST_PAGE, false),
+            ("kube list whole, LazyObject", 0, true),
+            ("kube list pages of 500, LazyObject", LIST_PAGE, true),
         ] {
             if !self.settings.selected(name) {
                 continue;
@@ -350,7 +362,7 @@ impl Bench {
             });
             for _ in 0..rounds {
                 for side in [Side::Apistore, Side::Kube, Side::Raw] {
-                    if !self.runs(side) {
+                    if !self.runs(side) || (lazy && side == Side::Raw) {
                         continue;
                     }
                     let mut times = Vec::new();
@@ -358,9 +370,12 @@ impl Bench {
                     for _ in 0..self.settings.list_repeats {
                         let (time, client_cpu, listed) = match side {
                             Side::Apistore => {
-                                let (sample, listed, _) = self
-                                    .store_lists(store, 1, Plan::Count(1), ListShape::whole(limit))
-                                    .await?;
+                                let (plan, shape) = (Plan::Count(1), ListShape::whole(limit));
+                                let (sample, listed, _) = if lazy {
+                                    self.store_lists(&lazy_store, 1, plan, shape).await?
+                                } else {
+                                    self.store_lists(store, 1, plan, shape).await?
+                                };
                                 (sample.latency(0.5), sample.client_cpu_per_op(), listed)
                             }
                             Side::Kube => {
@@ -490,9 +505,9 @@ impl Bench {
 
     /// Runs whole lists of `shape` from `callers` tasks, each paged to its end; the
     /// sample, the Pods all the lists returned and the `list` calls they made.
-    async fn store_lists(
+    async fn store_lists<S: Storage + 'static>(
         &self,
-        store: &Arc<PodStore>,
+        store: &Arc<S>,
         callers: usize,
         plan: Plan,
         shape: ListShape,
