@@ -5,19 +5,18 @@
 // A test: a failed step must fail it loudly.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::sync::Arc;
+#[path = "../../apistore-etcd3/tests/common/lazy_store.rs"]
+mod lazy_store;
+
 use std::time::Duration;
 
 use apistore_cacher::{Cacher, CacherConfig};
-use apistore_etcd3::{ClientConfig, Etcd3Store, EtcdClient, ResourceConfig, StoreConfig};
-use apistore_protobuf::{LazyCodec, LazyObject, MediaType};
+use apistore_protobuf::LazyObject;
 use apistore_storage::{
-    ApiObject, DynamicObject, KubeVersion, ListOptions, ResourceVersionMatch, Storage,
-    UpdateOptions, WatchEvent,
+    ApiObject, DynamicObject, ListOptions, ResourceVersionMatch, Storage, UpdateOptions, WatchEvent,
 };
-use apistore_testing::etcd::{shared_endpoint, unique_prefix};
-use apistore_value::IdentityTransformer;
 use futures::StreamExt as _;
+use lazy_store::lazy_store;
 use serde_json::json;
 
 fn pod(name: &str, tier: &str) -> LazyObject {
@@ -34,25 +33,7 @@ fn pod(name: &str, tier: &str) -> LazyObject {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_cache_holds_and_hands_out_lazy_objects_with_bodies_undecoded() {
-    let endpoint = shared_endpoint().unwrap_or_else(|err| panic!("{err}"));
-    let endpoint = endpoint.split(',').next().unwrap_or_default().to_owned();
-    let client = EtcdClient::connect(&ClientConfig::new([endpoint]))
-        .await
-        .unwrap();
-    let config = StoreConfig {
-        resource: ResourceConfig {
-            prefix: unique_prefix("cacher-lazy-objects"),
-            kube_version: KubeVersion::V1_37,
-            ..ResourceConfig::for_resource("pods")
-        },
-        ..StoreConfig::default()
-    };
-    let store = Etcd3Store::with_parts(
-        client,
-        config,
-        Arc::new(LazyCodec::for_kube(MediaType::Protobuf, KubeVersion::V1_37)),
-        Arc::new(IdentityTransformer),
-    );
+    let (store, _) = lazy_store("cacher-lazy-objects").await;
     let mut created = Vec::new();
     for (name, tier) in [("a", "web"), ("b", "db")] {
         let object = store

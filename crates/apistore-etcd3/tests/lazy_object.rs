@@ -4,15 +4,15 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::sync::Arc;
+#[path = "common/lazy_store.rs"]
+mod lazy_store;
 
-use apistore_etcd3::{ClientConfig, Etcd3Store, EtcdClient, ResourceConfig, StoreConfig};
-use apistore_protobuf::{KubeProtobuf, LazyCodec, LazyObject, MediaType};
+use apistore_etcd3::Etcd3Store;
+use apistore_protobuf::{KubeProtobuf, LazyObject};
 use apistore_storage::{
     ApiObject, DynamicObject, GetOptions, KubeVersion, ListOptions, Storage, UpdateOptions,
 };
-use apistore_testing::etcd::{shared_endpoint, unique_prefix};
-use apistore_value::IdentityTransformer;
+use lazy_store::lazy_store;
 use serde_json::json;
 
 struct Fixture {
@@ -22,26 +22,7 @@ struct Fixture {
 
 impl Fixture {
     async fn new(test: &str) -> Self {
-        let endpoint = shared_endpoint().unwrap_or_else(|err| panic!("{err}"));
-        let endpoint = endpoint.split(',').next().unwrap_or_default().to_owned();
-        let client = EtcdClient::connect(&ClientConfig::new([endpoint.clone()]))
-            .await
-            .unwrap();
-        let prefix = unique_prefix(test);
-        let config = StoreConfig {
-            resource: ResourceConfig {
-                prefix,
-                kube_version: KubeVersion::V1_37,
-                ..ResourceConfig::for_resource("pods")
-            },
-            ..StoreConfig::default()
-        };
-        let store = Etcd3Store::with_parts(
-            client,
-            config,
-            Arc::new(LazyCodec::for_kube(MediaType::Protobuf, KubeVersion::V1_37)),
-            Arc::new(IdentityTransformer),
-        );
+        let (store, endpoint) = lazy_store(test).await;
         let raw = etcd_client::Client::connect([endpoint], None)
             .await
             .unwrap();
