@@ -5,10 +5,13 @@
 //!
 //! Workloads, each named `kube ...` for `--only`:
 //! - `kube decode/Pod`: a stored value decoded into an object (apistore: `DynamicObject`
-//!   through the protobuf codec, and k8s-openapi's typed `Pod` through
-//!   `KubeProtobuf::decode`; kube: the storage codec into a typed `v1.Pod`), and the
-//!   memory each decoded Pod holds;
+//!   through the protobuf codec, k8s-openapi's typed `Pod` through
+//!   `KubeProtobuf::decode`, and `LazyObject` through `LazyCodec`, as read and with its
+//!   body read; kube: the storage codec into a typed `v1.Pod`), and the memory each
+//!   decoded Pod holds;
 //! - `kube list whole` and `kube list pages of 500`: one caller listing all 10,000 Pods;
+//!   the same `, LazyObject`: apistore's store of `LazyObject`s (bodies not decoded)
+//!   against the same Go lists;
 //! - `kube store-list RV=<match> <scope>`: the shape of kube's `RunBenchmarkStoreList`
 //!   (resourceVersion "" / NotOlderThan / Exact × cluster, cluster in pages of 1,000,
 //!   one node by field selector `spec.nodeName`, one namespace), 4 callers, reporting
@@ -24,7 +27,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Instant;
 
 use apistore_etcd3::{Etcd3Store, StoreConfig};
-use apistore_protobuf::{KubeProtobuf, MediaType, StorageCodec};
+use apistore_protobuf::{KubeProtobuf, LazyCodec, LazyObject, MediaType, StorageCodec};
 use apistore_storage::{
     ApiObject, Codec, DynamicObject, GetOptions, ListOptions, ResourceVersionMatch, Storage,
     UpdateOptions,
@@ -272,8 +275,12 @@ impl Bench {
                 spec("decode/Pod", Unit::Seconds, false, Some(1.0)),
                 spec("memory/decoded Pod", Unit::Bytes, false, Some(1.0)),
             ];
-            // Both of apistore's representations against the same answer of Go's.
+            // Each of apistore's representations against the same answer of Go's: the
+            // lazy one twice, as read and with its body read (what a caller that needs
+            // the spec pays).
             let (mut dynamic, mut typed) = (Collector::new(&specs), Collector::new(&specs));
+            let (mut lazy, mut lazy_body) = (Collector::new(&specs), Collector::new(&specs));
+            let lazy_codec = LazyCodec::new(MediaType::Protobuf);
             let request =
                 json!({"op": "decode", "etcdPrefix": format!("{ETCD_PREFIX}{RESOURCE}/")});
             let codec = StorageCodec::<DynamicObject>::new(MediaType::Protobuf);
@@ -288,6 +295,18 @@ impl Bench {
                         Side::Apistore,
                         decode_each(values, |v| Ok(latest.decode::<Pod>(v)?))?,
                     );
+                    lazy.push(
+                        Side::Apistore,
+                        decode_each(values, |v| Ok(lazy_codec.decode(v)?))?,
+                    );
+                    lazy_body.push(
+                        Side::Apistore,
+                        decode_each(values, |v| {
+                            let object = lazy_codec.decode(v)?;
+                            object.body()?;
+                            Ok(object)
+                        })?,
+                    );
                 }
                 if self.runs(Side::Kube) {
                     let answer = Self::ask(go, &request)?;
@@ -297,7 +316,7 @@ impl Bench {
                             answer.ops
                         )));
                     }
-                    for collector in [&mut dynamic, &mut typed] {
+                    for collector in [&mut dynamic, &mut typed, &mut lazy, &mut lazy_body] {
                         collector.push(
                             Side::Kube,
                             vec![answer.decode_seconds, answer.bytes_per_object],
@@ -309,11 +328,26 @@ impl Bench {
                 .push(dynamic.row("kube decode/Pod, protobuf → DynamicObject".to_owned()));
             out.rows
                 .push(typed.row("kube decode/Pod, protobuf → typed Pod".to_owned()));
+            out.rows
+                .push(lazy.row("kube decode/Pod, protobuf → LazyObject".to_owned()));
+            out.rows.push(
+                lazy_body.row("kube decode/Pod, protobuf → LazyObject, body read".to_owned()),
+            );
         }
 
-        for (name, limit) in [
-            ("kube list whole", 0),
-            ("kube list pages of 500", LIST_PAGE),
+        // The lazy rows list through a store of `LazyObject`s (bodies left undecoded)
+        // against the same Go answer; they have no raw side.
+        let lazy_store = Arc::new(Etcd3Store::<LazyObject>::with_parts(
+            self.client.clone(),
+            StoreConfig::for_resource(RESOURCE),
+            Arc::new(LazyCodec::new(MediaType::Protobuf)),
+            Arc::new(IdentityTransformer),
+        ));
+        for (name, limit, lazy) in [
+            ("kube list whole", 0, false),
+            ("kube list pages of 500", LIST_PAGE, false),
+            ("kube list whole, LazyObject", 0, true),
+            ("kube list pages of 500, LazyObject", LIST_PAGE, true),
         ] {
             if !self.settings.selected(name) {
                 continue;
@@ -328,7 +362,7 @@ impl Bench {
             });
             for _ in 0..rounds {
                 for side in [Side::Apistore, Side::Kube, Side::Raw] {
-                    if !self.runs(side) {
+                    if !self.runs(side) || (lazy && side == Side::Raw) {
                         continue;
                     }
                     let mut times = Vec::new();
@@ -336,9 +370,12 @@ impl Bench {
                     for _ in 0..self.settings.list_repeats {
                         let (time, client_cpu, listed) = match side {
                             Side::Apistore => {
-                                let (sample, listed, _) = self
-                                    .store_lists(store, 1, Plan::Count(1), ListShape::whole(limit))
-                                    .await?;
+                                let (plan, shape) = (Plan::Count(1), ListShape::whole(limit));
+                                let (sample, listed, _) = if lazy {
+                                    self.store_lists(&lazy_store, 1, plan, shape).await?
+                                } else {
+                                    self.store_lists(store, 1, plan, shape).await?
+                                };
                                 (sample.latency(0.5), sample.client_cpu_per_op(), listed)
                             }
                             Side::Kube => {
@@ -468,9 +505,9 @@ impl Bench {
 
     /// Runs whole lists of `shape` from `callers` tasks, each paged to its end; the
     /// sample, the Pods all the lists returned and the `list` calls they made.
-    async fn store_lists(
+    async fn store_lists<S: Storage + 'static>(
         &self,
-        store: &Arc<PodStore>,
+        store: &Arc<S>,
         callers: usize,
         plan: Plan,
         shape: ListShape,
@@ -759,7 +796,8 @@ fn bump_counter(pod: &mut KubePod) {
 }
 
 /// Decodes every value with `decode` (apistore: into a `DynamicObject` through the
-/// protobuf codec, or into k8s-openapi's typed `Pod`): seconds per value, then bytes
+/// protobuf codec, into k8s-openapi's typed `Pod`, or into a `LazyObject`, its body
+/// read or not): seconds per value, then bytes
 /// held per decoded value (a second pass, counted by the allocator; the objects'
 /// inline parts in a `Vec` sized before counting starts, and their heap).
 fn decode_each<T>(values: &[Vec<u8>], decode: impl Fn(&[u8]) -> Result<T>) -> Result<Vec<f64>> {

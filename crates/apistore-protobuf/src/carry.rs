@@ -102,13 +102,15 @@ fn shape(schema: &Schema, ty: &Ty) -> Shape {
 }
 
 /// One field as it sits on the wire, with its whole encoding (key included).
-struct RawField<'a> {
-    tag: u32,
-    val: WireVal<'a>,
-    raw: &'a [u8],
+pub(crate) struct RawField<'a> {
+    pub(crate) tag: u32,
+    pub(crate) val: WireVal<'a>,
+    /// The field's whole encoding: key, length and value.
+    pub(crate) raw: &'a [u8],
 }
 
-fn fields_of(bytes: &[u8]) -> Result<Vec<RawField<'_>>, String> {
+/// The fields of a message with their encodings, in wire order.
+pub(crate) fn fields_of(bytes: &[u8]) -> Result<Vec<RawField<'_>>, String> {
     let mut out = Vec::new();
     let mut it = Fields::new(bytes);
     let mut start = 0;
@@ -156,6 +158,13 @@ impl<'s> Carrier<'s> {
             path: Vec::new(),
             depth: 0,
         }
+    }
+
+    /// The carrier of one top-level field's message (`metadata`), so that what it
+    /// reports names the field path from the object.
+    pub(crate) fn within(mut self, field: &'s str) -> Self {
+        self.path.push(Step::Field(field));
+        self
     }
 
     fn malformed(&self, reason: String) -> ProtobufError {

@@ -41,6 +41,46 @@ pub(crate) fn deserialize<'de, T: de::Deserialize<'de>>(
     raw: &'de [u8],
     api_version: &'de str,
 ) -> Result<T, ProtobufError> {
+    deserialize_parts(schema, kind, m, Segs::One(raw), api_version)
+}
+
+/// [`deserialize`] of a top-level object whose fields are in several segments (the
+/// object's protobuf with some fields cut out: a lazy object's body without its
+/// metadata).
+pub(crate) fn deserialize_parts<'de, T: de::Deserialize<'de>>(
+    schema: &'de Schema,
+    kind: &'de str,
+    m: &'de Message,
+    parts: Segs<'de>,
+    api_version: &'de str,
+) -> Result<T, ProtobufError> {
+    deserialize_val(
+        schema,
+        kind,
+        PathStep::Root,
+        Val::Top(m, parts, api_version),
+    )
+}
+
+/// Deserializes the message (`id`, from its merged occurrences) of the top-level
+/// field `field` of a value of kind `kind`: a lazy object's metadata, without the rest
+/// of the object. Errors name paths from the object (`metadata.labels`).
+pub(crate) fn deserialize_message<'de, T: de::Deserialize<'de>>(
+    schema: &'de Schema,
+    kind: &'de str,
+    field: &'de str,
+    id: usize,
+    segs: Segs<'de>,
+) -> Result<T, ProtobufError> {
+    deserialize_val(schema, kind, PathStep::Field(field), Val::Message(id, segs))
+}
+
+fn deserialize_val<'de, T: de::Deserialize<'de>>(
+    schema: &'de Schema,
+    kind: &'de str,
+    root: PathStep<'de>,
+    val: Val<'de, '_>,
+) -> Result<T, ProtobufError> {
     let ctx = Ctx {
         schema,
         kind,
@@ -48,13 +88,13 @@ pub(crate) fn deserialize<'de, T: de::Deserialize<'de>>(
     };
     let root = Path {
         parent: None,
-        step: PathStep::Root,
+        step: root,
     };
     let de = ValueDe {
         ctx: &ctx,
         path: &root,
         depth: 0,
-        val: Val::Top(m, raw, api_version),
+        val,
     };
     T::deserialize(de).map_err(|e| e.into_protobuf(kind))
 }
@@ -205,8 +245,9 @@ fn json_err(e: &serde_json::Error) -> DeError {
 
 /// One value, as the JSON text would hold it.
 enum Val<'de, 'v> {
-    /// The top-level object: its message, protobuf and the envelope's apiVersion.
-    Top(&'de Message, &'de [u8], &'de str),
+    /// The top-level object: its message, protobuf (in one segment, or several when
+    /// fields were cut out) and the envelope's apiVersion.
+    Top(&'de Message, Segs<'de>, &'de str),
     Null,
     /// Go string bytes (invalid UTF-8 becomes U+FFFD per byte, as Go writes it).
     Str(&'de [u8]),
@@ -387,8 +428,10 @@ impl<'de> de::Deserializer<'de> for ValueDe<'_, 'de> {
         let de = self;
         let (ctx, path, depth) = (de.ctx, de.path, de.depth);
         match de.val {
-            Val::Top(m, raw, av) => {
-                let entries = ctx.collect(m, &[raw]).map_err(|e| ctx.err(path, e))?;
+            Val::Top(m, parts, av) => {
+                let entries = ctx
+                    .collect(m, parts.as_slice())
+                    .map_err(|e| ctx.err(path, e))?;
                 visitor.visit_map(StructAccess::new(
                     ctx,
                     path,

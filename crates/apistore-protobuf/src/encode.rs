@@ -66,6 +66,23 @@ impl<'s> Encoder<'s> {
         self.struct_body(m, Some(node), out)
     }
 
+    /// Encodes the fields of one nested message (no key, no length prefix), the value
+    /// of the top-level field `field`: a lazy object's metadata, alone.
+    pub(crate) fn nested(
+        &mut self,
+        field: &'s str,
+        m: &'s Message,
+        node: &Node<'_>,
+        out: &mut Vec<u8>,
+    ) -> Result<(), ProtobufError> {
+        self.path.push(Step::Field(field));
+        self.enter()?;
+        self.struct_body(m, Some(node), out)?;
+        self.depth -= 1;
+        self.path.pop();
+        Ok(())
+    }
+
     fn struct_body(
         &mut self,
         m: &'s Message,

@@ -79,6 +79,12 @@ pub enum ProtobufError {
         /// The path of the unknown field.
         path: String,
     },
+    /// A stored value that is not kube protobuf is not a JSON API object either.
+    #[error("stored value is neither kube protobuf nor a JSON API object: {reason}")]
+    StoredJson {
+        /// What `serde_json` said.
+        reason: String,
+    },
     /// The JSON text itself is not valid JSON.
     #[error("invalid JSON at byte {offset}: {reason}")]
     Json {

@@ -7,7 +7,9 @@
 //! object ([`KubeProtobuf::decode_to_json`]), and JSON into exactly the bytes
 //! kube-apiserver writes ([`KubeProtobuf::encode_json`]). [`StorageCodec`] makes that
 //! an [`apistore_storage::Codec`] for any serde type: it reads either encoding by
-//! sniffing and writes the one it is told to.
+//! sniffing and writes the one it is told to. [`LazyObject`] (with [`LazyCodec`]) is a
+//! second representation: the stored bytes and decoded metadata, the body decoded only
+//! when asked, and writes that splice new metadata into the stored bytes.
 //!
 //! # Why a schema generated from Go, not .proto files
 //!
@@ -43,6 +45,7 @@ mod envelope;
 mod error;
 mod json_read;
 mod json_write;
+mod lazy;
 mod quantity;
 mod schema;
 mod sizes;
@@ -62,6 +65,7 @@ pub use carry::UnknownField;
 pub use codec::{MediaType, PartialRead, StorageCodec, UnknownFieldsObserver};
 pub use envelope::PROTOBUF_MAGIC;
 pub use error::{ProtobufError, Result, WouldDropFields};
+pub use lazy::{LazyCodec, LazyObject};
 pub use sizes::MetadataSizes;
 
 use schema::Schema;

@@ -89,6 +89,15 @@ impl<'a> Segs<'a> {
         }
     }
 
+    /// The segments of a list: none, one, or several.
+    pub(crate) fn from_vec(mut all: Vec<&'a [u8]>) -> Self {
+        match all.len() {
+            0 => Self::None,
+            1 => all.pop().map_or(Self::None, Self::One),
+            _ => Self::Many(all),
+        }
+    }
+
     pub(crate) fn as_slice(&self) -> &[&'a [u8]] {
         match self {
             Self::None => &[],

@@ -57,16 +57,36 @@ fn take<'a>(buf: &'a [u8], pos: &mut usize, n: usize) -> Result<&'a [u8], &'stat
     Ok(out)
 }
 
+/// A field with the byte range of its whole encoding (key, length, value).
+pub(crate) type Spanned<'a> = (u32, WireVal<'a>, std::ops::Range<usize>);
+
 /// Iterates over the fields of one message: `(field number, value)`. Groups (wire
 /// types 3 and 4, which no Kubernetes type uses) are skipped as unknown fields are.
 pub(crate) struct Fields<'a> {
     buf: &'a [u8],
     pos: usize,
+    /// Where the key of the field last read by the full path starts (after any groups
+    /// skipped before it): what [`Self::next_spanned`] reports.
+    key_start: usize,
 }
 
 impl<'a> Fields<'a> {
     pub(crate) fn new(buf: &'a [u8]) -> Self {
-        Self { buf, pos: 0 }
+        Self {
+            buf,
+            pos: 0,
+            key_start: 0,
+        }
+    }
+
+    /// The next field with where its encoding starts and ends, by the full path: for
+    /// a caller that copies fields as they are stored. Bytes between the previous
+    /// field's end and this one's start are skipped groups, kept by a copier too.
+    pub(crate) fn next_spanned(&mut self) -> Option<Result<Spanned<'a>, String>> {
+        match self.full()? {
+            Ok((tag, val)) => Some(Ok((tag, val, self.key_start..self.pos))),
+            Err(e) => Some(Err(e)),
+        }
     }
 
     /// Where the next field starts: after a field is read, the end of its encoding.
@@ -80,6 +100,7 @@ impl<'a> Fields<'a> {
             if self.pos >= self.buf.len() {
                 return Ok(None);
             }
+            self.key_start = self.pos;
             let key = read_varint(self.buf, &mut self.pos)?;
             let field = key >> 3;
             let wire = (key & 7) as u8;

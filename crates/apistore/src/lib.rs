@@ -132,8 +132,8 @@ pub use apistore_memory::{
 };
 #[doc(inline)]
 pub use apistore_protobuf::{
-    KubeProtobuf, MediaType, PartialRead, ProtobufError, StorageCodec, UnknownField,
-    UnknownFieldsObserver,
+    KubeProtobuf, LazyCodec, LazyObject, MediaType, PartialRead, ProtobufError, StorageCodec,
+    UnknownField, UnknownFieldsObserver,
 };
 #[doc(inline)]
 pub use apistore_storage::*;

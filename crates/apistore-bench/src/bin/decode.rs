@@ -6,7 +6,7 @@
 //! put the same decodes next to Go's in a full run.
 //!
 //! `cargo run --release -p apistore-bench --bin decode -- [--objects N] [--rounds N]
-//! [--only dynamic|typed|value|json]`; `--only` with `--rounds 0 --seconds S` loops
+//! [--only dynamic|typed|lazy|lazy+body|value|json]`; `--only` with `--rounds 0 --seconds S` loops
 //! that one decode for S seconds and prints nothing per round, for `perf record`.
 //!
 //! Besides the time of a decode whose object is dropped at once (what the kube section
@@ -14,7 +14,9 @@
 //! they hold) and then times dropping them all.
 //!
 //! Representations: `dynamic` (`StorageCodec<DynamicObject>`, what the stores hold),
-//! `typed` (`KubeProtobuf::decode` into k8s-openapi's `Pod`), `value` (into a
+//! `typed` (`KubeProtobuf::decode` into k8s-openapi's `Pod`), `lazy` (`LazyCodec`: the
+//! metadata decoded, the stored bytes kept), `lazy+body` (the same with its body read
+//! and cached, what a caller of the spec pays), `value` (into a
 //! `serde_json::Value`), and `json` (Go's JSON of the same Pod read by `serde_json`
 //! into `DynamicObject`: the figure protobuf is to match).
 
@@ -30,7 +32,7 @@ use std::hint::black_box;
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
-use apistore_protobuf::{KubeProtobuf, MediaType, StorageCodec};
+use apistore_protobuf::{KubeProtobuf, LazyCodec, MediaType, StorageCodec};
 use apistore_storage::{Codec, DynamicObject};
 use k8s_openapi::api::core::v1::Pod;
 
@@ -40,7 +42,7 @@ static ALLOCATOR: alloc::CountingAllocator = alloc::CountingAllocator;
 type BoxError = Box<dyn std::error::Error + Send + Sync>;
 
 /// The representations, in the order each round decodes them.
-const REPRESENTATIONS: [&str; 4] = ["typed", "dynamic", "value", "json"];
+const REPRESENTATIONS: [&str; 6] = ["typed", "dynamic", "lazy", "lazy+body", "value", "json"];
 
 struct Options {
     objects: u64,
@@ -90,6 +92,7 @@ fn decode_all(
     keep: Option<&mut Vec<Box<dyn std::any::Any>>>,
 ) -> Result<(), BoxError> {
     let dynamic = StorageCodec::<DynamicObject>::new(MediaType::Protobuf);
+    let lazy = LazyCodec::new(MediaType::Protobuf);
     let kp = KubeProtobuf::latest();
     let mut keep = keep;
     let mut hold = |object: Box<dyn std::any::Any>| match keep.as_deref_mut() {
@@ -105,6 +108,18 @@ fn decode_all(
         "dynamic" => {
             for value in &values.protobuf {
                 hold(Box::new(dynamic.decode(value)?));
+            }
+        }
+        "lazy" => {
+            for value in &values.protobuf {
+                hold(Box::new(lazy.decode(value)?));
+            }
+        }
+        "lazy+body" => {
+            for value in &values.protobuf {
+                let object = lazy.decode(value)?;
+                object.body()?;
+                hold(Box::new(object));
             }
         }
         "value" => {

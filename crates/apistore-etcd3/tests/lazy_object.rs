@@ -1,0 +1,241 @@
+//! An `Etcd3Store<LazyObject>` over the real test etcd: create, get, guaranteed update
+//! and list of objects that decode their bodies only when asked (issue 28), and a
+//! value holding a field no kube schema has, carried through an update byte for byte.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+#[path = "common/lazy_store.rs"]
+mod lazy_store;
+
+use apistore_etcd3::Etcd3Store;
+use apistore_protobuf::{KubeProtobuf, LazyObject};
+use apistore_storage::{
+    ApiObject, DynamicObject, GetOptions, KubeVersion, ListOptions, Storage, UpdateOptions,
+};
+use lazy_store::lazy_store;
+use serde_json::json;
+
+struct Fixture {
+    store: Etcd3Store<LazyObject>,
+    raw: etcd_client::Client,
+}
+
+impl Fixture {
+    async fn new(test: &str) -> Self {
+        let (store, endpoint) = lazy_store(test).await;
+        let raw = etcd_client::Client::connect([endpoint], None)
+            .await
+            .unwrap();
+        Self { store, raw }
+    }
+
+    /// The value and mod revision etcd holds for a store key.
+    async fn stored(&mut self, key: &str) -> (Vec<u8>, i64) {
+        let etcd_key = self.store.prepare_key(key).unwrap();
+        let response = self.raw.get(etcd_key, None).await.unwrap();
+        let kv = &response.kvs()[0];
+        (kv.value().to_vec(), kv.mod_revision())
+    }
+
+    async fn put_raw(&mut self, key: &str, value: Vec<u8>) {
+        let etcd_key = self.store.prepare_key(key).unwrap();
+        self.raw.put(etcd_key, value, None).await.unwrap();
+    }
+}
+
+fn pod(name: &str, tier: &str) -> LazyObject {
+    let object: DynamicObject = serde_json::from_value(json!({
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {
+            "name": name,
+            "namespace": "ns",
+            "uid": format!("uid-{name}"),
+            "labels": {"tier": tier},
+            "creationTimestamp": "2024-09-12T08:30:15Z"
+        },
+        "spec": {
+            "nodeName": "node-1",
+            "containers": [{
+                "name": "api",
+                "image": "registry.example.com/api:v1",
+                "ports": [{"containerPort": 8080, "protocol": "TCP"}],
+                "resources": {"limits": {"cpu": "1", "memory": "512Mi"}}
+            }]
+        },
+        "status": {"phase": "Running", "podIP": "10.0.0.7"}
+    }))
+    .unwrap();
+    LazyObject::from(object)
+}
+
+fn varint(mut v: u64, out: &mut Vec<u8>) {
+    while v >= 0x80 {
+        out.push((v as u8) | 0x80);
+        v >>= 7;
+    }
+    out.push(v as u8);
+}
+
+fn read_varint(b: &[u8], pos: &mut usize) -> u64 {
+    let mut v = 0u64;
+    for shift in (0..64).step_by(7) {
+        let byte = b[*pos];
+        *pos += 1;
+        v |= u64::from(byte & 0x7f) << shift;
+        if byte < 0x80 {
+            break;
+        }
+    }
+    v
+}
+
+/// `stored` (kube's envelope: `k8s\0`, typeMeta as field 1, the object as field 2, then
+/// empty fields 3 and 4) with `extra` appended to the object's fields.
+fn with_object_field(stored: &[u8], extra: &[u8]) -> Vec<u8> {
+    let mut pos = 4;
+    assert_eq!(stored[pos], 0x0a);
+    pos += 1;
+    let type_meta_len = read_varint(stored, &mut pos) as usize;
+    let type_meta_end = pos + type_meta_len;
+    assert_eq!(stored[type_meta_end], 0x12);
+    let mut raw_pos = type_meta_end + 1;
+    let raw_len = read_varint(stored, &mut raw_pos) as usize;
+    let raw = &stored[raw_pos..raw_pos + raw_len];
+    let mut out = stored[..type_meta_end].to_vec();
+    out.push(0x12);
+    varint((raw_len + extra.len()) as u64, &mut out);
+    out.extend_from_slice(raw);
+    out.extend_from_slice(extra);
+    out.extend_from_slice(&stored[raw_pos + raw_len..]);
+    out
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn create_get_update_and_list_lazy_objects_through_a_real_etcd() {
+    let mut fx = Fixture::new("lazy-object-crud").await;
+    let key = "pods/ns/p1";
+
+    // Create: the answer holds the bytes now stored, with the revision stamped.
+    let created = fx.store.create(key, pod("p1", "web"), 0).await.unwrap();
+    let (value, revision) = fx.stored(key).await;
+    assert!(value.starts_with(b"k8s\0"));
+    assert_eq!(created.resource_version(), revision.to_string());
+    assert_eq!(
+        created.stored_bytes().map(|b| b.to_vec()),
+        Some(value.clone())
+    );
+    assert!(!created.is_body_decoded());
+
+    // Get: metadata at once, the body when asked, equal to what was created.
+    let got = fx.store.get(key, &GetOptions::default()).await.unwrap();
+    assert_eq!(got.resource_version(), revision.to_string());
+    assert_eq!(got.name(), "p1");
+    assert!(!got.is_body_decoded());
+    assert_eq!(
+        got.body().unwrap(),
+        &pod("p1", "web").to_dynamic().unwrap().data
+    );
+
+    // A field no kube has (89, a string), written by "a newer kube".
+    let mut extra = vec![0xca, 0x05];
+    varint(6, &mut extra);
+    extra.extend_from_slice(b"future");
+    fx.put_raw(key, with_object_field(&value, &extra)).await;
+    let (future_value, future_revision) = fx.stored(key).await;
+    let unknown = KubeProtobuf::for_version(KubeVersion::V1_37)
+        .unknown_fields(&future_value)
+        .unwrap();
+    assert_eq!(unknown.len(), 1, "{unknown:?}");
+
+    // An update that changes nothing writes nothing: the splice gives back the bytes.
+    let same = fx
+        .store
+        .guaranteed_update(key, UpdateOptions::default(), |object, _| Ok(object.into()))
+        .await
+        .unwrap();
+    assert_eq!(same.resource_version(), future_revision.to_string());
+    assert_eq!(
+        fx.stored(key).await,
+        (future_value.clone(), future_revision)
+    );
+
+    // A label change: the new label lands, the unknown field and the body stay.
+    let updated = fx
+        .store
+        .guaranteed_update(key, UpdateOptions::default(), |mut object, _| {
+            object
+                .metadata_mut()
+                .labels
+                .insert("tier".to_owned(), "api".to_owned());
+            assert!(!object.is_body_decoded());
+            Ok(object.into())
+        })
+        .await
+        .unwrap();
+    let (updated_value, updated_revision) = fx.stored(key).await;
+    assert!(updated_revision > future_revision);
+    assert_eq!(updated.resource_version(), updated_revision.to_string());
+    assert_eq!(updated.metadata().labels["tier"], "api");
+    assert!(updated_value.ends_with(&[&extra[..], b"\x1a\x00\x22\x00"].concat()));
+    assert_eq!(
+        KubeProtobuf::for_version(KubeVersion::V1_37)
+            .unknown_fields(&updated_value)
+            .unwrap(),
+        unknown
+    );
+    assert_eq!(updated.body().unwrap(), got.body().unwrap());
+
+    // A body change is encoded whole and still carries the unknown field.
+    fx.store
+        .guaranteed_update(key, UpdateOptions::default(), |mut object, _| {
+            let body = object.body_mut().unwrap();
+            body.insert("status".to_owned(), json!({"phase": "Succeeded"}));
+            Ok(object.into())
+        })
+        .await
+        .unwrap();
+    let (whole_value, _) = fx.stored(key).await;
+    assert_eq!(
+        KubeProtobuf::for_version(KubeVersion::V1_37)
+            .unknown_fields(&whole_value)
+            .unwrap()
+            .len(),
+        1
+    );
+    let reread = fx.store.get(key, &GetOptions::default()).await.unwrap();
+    assert_eq!(reread.body().unwrap()["status"]["phase"], "Succeeded");
+    assert_eq!(reread.metadata().labels["tier"], "api");
+
+    // List: every object at the list's revision, bodies untouched; a label selector
+    // reads metadata only.
+    for (name, tier) in [("p2", "web"), ("p3", "db"), ("p0", "web")] {
+        fx.store
+            .create(&format!("pods/ns/{name}"), pod(name, tier), 0)
+            .await
+            .unwrap();
+    }
+    let list = fx
+        .store
+        .list("pods/ns", &ListOptions::prefix())
+        .await
+        .unwrap();
+    let names: Vec<&str> = list.items.iter().map(ApiObject::name).collect();
+    assert_eq!(names, ["p0", "p1", "p2", "p3"]);
+    assert!(list.items.iter().all(|o| !o.is_body_decoded()));
+    assert!(list.items.iter().all(|o| !o.resource_version().is_empty()));
+    let web = fx
+        .store
+        .list(
+            "pods/ns",
+            &ListOptions::prefix().labels("tier=web").unwrap(),
+        )
+        .await
+        .unwrap();
+    let names: Vec<&str> = web.items.iter().map(ApiObject::name).collect();
+    assert_eq!(names, ["p0", "p2"]);
+    assert_eq!(
+        list.items[2].body().unwrap(),
+        &pod("p2", "web").to_dynamic().unwrap().data
+    );
+}

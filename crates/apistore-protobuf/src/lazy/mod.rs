@@ -1,0 +1,390 @@
+//! [`LazyObject`]: an API object that keeps the bytes it was read from and its decoded
+//! metadata, and decodes the rest (`spec`, `status`, `data`, ...) only when asked.
+//!
+//! # Why
+//!
+//! What a store and a watch cache do with most objects needs only the metadata: the
+//! key (namespace, name), preconditions (uid, resourceVersion), label selectors, the
+//! resourceVersion stamped on every read. A [`DynamicObject`] decodes everything into
+//! a tree of `serde_json::Value`s first; for a realistic Pod most of its decode time
+//! and most of the memory it holds are the body's tree. A `LazyObject` pays for the
+//! envelope, the metadata and one copy of the stored bytes, and leaves the body as
+//! protobuf until [`LazyObject::body`] is called. It is a second representation beside
+//! [`DynamicObject`], not a faster decode of the same thing: the first body access
+//! costs what a full decode costs.
+//!
+//! # Writing it back
+//!
+//! [`LazyCodec`] writes an object whose body was not changed ([`LazyObject::body_mut`]
+//! not called) as its stored bytes with the metadata field re-encoded and every other
+//! field copied as stored, so fields this crate's schema does not know (a newer kube
+//! wrote them) survive byte for byte, in the body and, carried over, in the metadata.
+//! Unchanged metadata gives back the stored bytes themselves. A changed body is
+//! encoded whole, as [`StorageCodec`](crate::StorageCodec) encodes a `DynamicObject`,
+//! carrying unknown fields over from the stored bytes.
+//!
+//! # Stored JSON
+//!
+//! A value that is not kube protobuf (a custom resource) is decoded whole, as a
+//! `DynamicObject` would be, and held decoded: JSON decode is already cheap and a
+//! `DynamicObject` keeps every field, so nothing is lost.
+
+mod codec;
+mod layout;
+mod meta;
+#[cfg(test)]
+mod tests;
+
+use std::fmt;
+use std::sync::OnceLock;
+
+use apistore_storage::{ApiObject, DynamicObject, MetaAccessor, ObjectMeta};
+use bytes::Bytes;
+use serde::de::{Deserialize, Deserializer, IgnoredAny, MapAccess, Visitor};
+use serde_json::{Map, Value};
+
+pub use codec::LazyCodec;
+use layout::{Layout, MetaField};
+
+use crate::{KubeProtobuf, ProtobufError, Result, de as pb_de, is_protobuf};
+
+/// An object's body: every top-level field but `apiVersion`, `kind` and `metadata`,
+/// as [`DynamicObject::data`] holds it.
+type Body = Map<String, Value>;
+
+/// An API object read from storage that decodes its body only on first use.
+///
+/// Holds the `apiVersion`, `kind` and [`ObjectMeta`] (decoded at once: the store and
+/// selectors need them), and the stored protobuf bytes the body is decoded from when
+/// [`Self::body`] is first called (then cached); the first call costs about what a
+/// whole [`DynamicObject`] decode does. It is a second representation, not a faster
+/// decode of the same thing.
+///
+/// Written through [`LazyCodec`] with its body untouched, the object is its stored
+/// bytes with the metadata re-encoded and spliced in (the stored bytes themselves when
+/// the metadata did not change either): fields the schema does not know survive byte
+/// for byte. After [`Self::body_mut`], or when built from a `DynamicObject`, it is
+/// encoded whole, unknown fields carried over from the bytes it was read from. Stored
+/// JSON (a custom resource) is decoded whole at once and loses nothing.
+///
+/// Build one from a [`DynamicObject`] (`LazyObject::from(object)`) to create objects;
+/// read them through a store built with [`LazyCodec`].
+#[derive(Clone, Default)]
+pub struct LazyObject {
+    api_version: String,
+    kind: String,
+    metadata: ObjectMeta,
+    /// The protobuf this object was read from; `None` for one built from a
+    /// `DynamicObject` or read from JSON.
+    stored: Option<Stored>,
+    /// The body decoded from `stored`, once asked for.
+    decoded: OnceLock<Body>,
+    /// The body when it is owned: handed out to change, or never stored. Once set, the
+    /// stored bytes are no longer the body's truth, and a write encodes it whole.
+    owned: Option<Body>,
+}
+
+/// Stored protobuf and the schema to read its body with.
+#[derive(Clone)]
+struct Stored {
+    bytes: Bytes,
+    protobuf: &'static KubeProtobuf,
+}
+
+impl LazyObject {
+    /// Reads a stored value (plain bytes, after the value transformer): kube protobuf
+    /// lazily with `protobuf`'s schema (the envelope and metadata now, the body on
+    /// first use), anything else as a JSON object, whole.
+    ///
+    /// # Errors
+    ///
+    /// A malformed envelope, a kind the schema does not have, malformed top-level
+    /// protobuf or metadata; JSON that is not an object. Faults inside the body are
+    /// found by the first [`Self::body`].
+    pub fn decode(protobuf: &'static KubeProtobuf, stored: Bytes) -> Result<Self> {
+        if !is_protobuf(&stored) {
+            let object: DynamicObject =
+                serde_json::from_slice(&stored).map_err(|e| ProtobufError::StoredJson {
+                    reason: e.to_string(),
+                })?;
+            return Ok(Self::from(object));
+        }
+        let (av, kind_name, m, raw) = protobuf.open(&stored)?;
+        let (field, layout) = split(kind_name, m, raw)?;
+        let metadata = decode_metadata(protobuf, kind_name, field, &layout)?;
+        let (api_version, kind) = (av.to_owned(), kind_name.to_owned());
+        Ok(Self {
+            api_version,
+            kind,
+            metadata,
+            stored: Some(Stored {
+                bytes: stored,
+                protobuf,
+            }),
+            decoded: OnceLock::new(),
+            owned: None,
+        })
+    }
+
+    /// `apiVersion`.
+    pub fn api_version(&self) -> &str {
+        &self.api_version
+    }
+
+    /// `kind`.
+    pub fn kind(&self) -> &str {
+        &self.kind
+    }
+
+    /// The object's metadata.
+    pub fn metadata(&self) -> &ObjectMeta {
+        &self.metadata
+    }
+
+    /// The object's metadata, to change: a write re-encodes only this.
+    pub fn metadata_mut(&mut self) -> &mut ObjectMeta {
+        &mut self.metadata
+    }
+
+    /// The stored protobuf this object was read from, if it was (the body's source
+    /// until [`Self::body_mut`]).
+    pub fn stored_bytes(&self) -> Option<&Bytes> {
+        self.stored.as_ref().map(|s| &s.bytes)
+    }
+
+    /// Whether the body is decoded (or owned) already: a [`Self::body`] call costs
+    /// nothing more.
+    pub fn is_body_decoded(&self) -> bool {
+        self.owned.is_some() || self.decoded.get().is_some() || self.stored.is_none()
+    }
+
+    /// Whether the body was handed out to change, or never stored: a write then
+    /// encodes the object whole.
+    pub fn is_body_owned(&self) -> bool {
+        self.owned.is_some()
+    }
+
+    /// The body: every top-level field but `apiVersion`, `kind` and `metadata`, as
+    /// [`DynamicObject::data`] holds it (equal to it for the same bytes). Decoded from
+    /// the stored bytes on the first call, then cached.
+    ///
+    /// # Errors
+    ///
+    /// Malformed protobuf in the body, named by kind and field path. Not cached: every
+    /// call reports it.
+    pub fn body(&self) -> Result<&Map<String, Value>> {
+        if let Some(body) = &self.owned {
+            return Ok(body);
+        }
+        if let Some(body) = self.decoded.get() {
+            return Ok(body);
+        }
+        let body = match &self.stored {
+            Some(stored) => stored.decode_body()?,
+            None => Body::new(),
+        };
+        // Another thread may have decoded it meanwhile: the same body, keep either.
+        Ok(self.decoded.get_or_init(|| body))
+    }
+
+    /// The body, to change. From then on a write encodes the whole object rather
+    /// than splicing new metadata into the stored bytes.
+    ///
+    /// # Errors
+    ///
+    /// As [`Self::body`].
+    pub fn body_mut(&mut self) -> Result<&mut Map<String, Value>> {
+        let body = match self.owned.take() {
+            Some(body) => body,
+            None => match self.decoded.take() {
+                Some(body) => body,
+                None => match &self.stored {
+                    Some(stored) => stored.decode_body()?,
+                    None => Body::new(),
+                },
+            },
+        };
+        Ok(self.owned.insert(body))
+    }
+
+    /// The object as a [`DynamicObject`] (the body decoded if it was not).
+    ///
+    /// # Errors
+    ///
+    /// As [`Self::body`].
+    pub fn to_dynamic(&self) -> Result<DynamicObject> {
+        Ok(DynamicObject {
+            api_version: self.api_version.clone(),
+            kind: self.kind.clone(),
+            metadata: self.metadata.clone(),
+            data: self.body()?.clone(),
+        })
+    }
+
+    /// The object as a [`DynamicObject`], moving what it holds.
+    ///
+    /// # Errors
+    ///
+    /// As [`Self::body`].
+    pub fn into_dynamic(mut self) -> Result<DynamicObject> {
+        let data = std::mem::take(self.body_mut()?);
+        Ok(DynamicObject {
+            api_version: self.api_version,
+            kind: self.kind,
+            metadata: self.metadata,
+            data,
+        })
+    }
+
+    /// The stored protobuf with this object's metadata spliced in, when the body is
+    /// unchanged and `protobuf`'s schema has the stored kind; `None` when the object
+    /// must be encoded whole. Unchanged metadata gives back the stored bytes.
+    fn spliced(&self, protobuf: &KubeProtobuf) -> Result<Option<Bytes>> {
+        let Some(stored) = self.stored.as_ref().filter(|_| self.owned.is_none()) else {
+            return Ok(None);
+        };
+        let (av, kind_name, m, raw) = protobuf.open(&stored.bytes)?;
+        if av != self.api_version || kind_name != self.kind {
+            return Ok(None);
+        }
+        let (field, layout) = split(kind_name, m, raw)?;
+        let old = decode_metadata(protobuf, kind_name, field, &layout)?;
+        if old == self.metadata {
+            // Nothing to write but what is stored: byte for byte, no copy.
+            return Ok(Some(stored.bytes.clone()));
+        }
+        let new = meta::write(
+            protobuf,
+            kind_name,
+            field,
+            &layout.meta_bytes(),
+            &old,
+            &self.metadata,
+        )?;
+        let raw = layout.splice(field.tag, &new);
+        Ok(Some(Bytes::from(crate::envelope::write(
+            av, kind_name, &raw,
+        ))))
+    }
+}
+
+impl Stored {
+    /// Decodes the body: the object's protobuf with its metadata fields cut out,
+    /// walked as a whole object's would be.
+    fn decode_body(&self) -> Result<Body> {
+        let (av, kind_name, m, raw) = self.protobuf.open(&self.bytes)?;
+        let (_, layout) = split(kind_name, m, raw)?;
+        let body: BodyOnly =
+            pb_de::deserialize_parts(&self.protobuf.schema, kind_name, m, layout.rest_segs(), av)?;
+        Ok(body.0)
+    }
+}
+
+/// The kind's metadata field and the object's protobuf split at it.
+fn split<'a>(
+    kind: &str,
+    m: &crate::schema::Message,
+    raw: &'a [u8],
+) -> Result<(MetaField, Layout<'a>)> {
+    let malformed = |reason: String| ProtobufError::Decode {
+        kind: kind.to_owned(),
+        path: ".".to_owned(),
+        reason,
+    };
+    let field =
+        MetaField::of(m).ok_or_else(|| malformed(format!("{} has no metadata field", m.name)))?;
+    let layout = Layout::split(raw, field.tag).map_err(malformed)?;
+    Ok((field, layout))
+}
+
+/// The object's metadata, from its occurrences in `layout`.
+fn decode_metadata(
+    protobuf: &KubeProtobuf,
+    kind: &str,
+    field: MetaField,
+    layout: &Layout<'_>,
+) -> Result<ObjectMeta> {
+    pb_de::deserialize_message(
+        &protobuf.schema,
+        kind,
+        "metadata",
+        field.id,
+        layout.meta_segs(),
+    )
+}
+
+impl From<DynamicObject> for LazyObject {
+    /// An object with its body owned: a write encodes it whole.
+    fn from(object: DynamicObject) -> Self {
+        Self {
+            api_version: object.api_version,
+            kind: object.kind,
+            metadata: object.metadata,
+            stored: None,
+            decoded: OnceLock::new(),
+            owned: Some(object.data),
+        }
+    }
+}
+
+impl ApiObject for LazyObject {
+    fn meta(&self) -> &dyn MetaAccessor {
+        &self.metadata
+    }
+
+    fn meta_mut(&mut self) -> &mut dyn MetaAccessor {
+        &mut self.metadata
+    }
+}
+
+impl fmt::Debug for LazyObject {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("LazyObject")
+            .field("api_version", &self.api_version)
+            .field("kind", &self.kind)
+            .field("metadata", &self.metadata)
+            .field("stored_len", &self.stored.as_ref().map(|s| s.bytes.len()))
+            .field("body_decoded", &self.is_body_decoded())
+            .field("body_owned", &self.is_body_owned())
+            .finish()
+    }
+}
+
+/// A body read from a whole object's fields, `apiVersion`, `kind` and `metadata`
+/// skipped (the metadata was cut out of the bytes; what the walk presents for it is
+/// its zero value).
+struct BodyOnly(Body);
+
+impl<'de> Deserialize<'de> for BodyOnly {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> std::result::Result<Self, D::Error> {
+        struct BodyVisitor;
+
+        impl<'de> Visitor<'de> for BodyVisitor {
+            type Value = BodyOnly;
+
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("an object")
+            }
+
+            fn visit_map<A: MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> std::result::Result<BodyOnly, A::Error> {
+                let mut body = Body::new();
+                while let Some(key) = map.next_key::<String>()? {
+                    match key.as_str() {
+                        "apiVersion" | "kind" | "metadata" => {
+                            map.next_value::<IgnoredAny>()?;
+                        }
+                        _ => {
+                            body.insert(key, map.next_value::<Value>()?);
+                        }
+                    }
+                }
+                Ok(BodyOnly(body))
+            }
+        }
+
+        deserializer.deserialize_map(BodyVisitor)
+    }
+}
