@@ -283,3 +283,83 @@ async fn at_kube_1_37_cached_lists_count_in_the_storage_list_metrics_too() {
     assert_eq!(dispatched("total"), 1);
     assert_eq!(dispatched("cache_to_watcher"), 1);
 }
+
+/// kube's `WatchList` gate follows the builder's kube version: on from 1.34 (and in
+/// 1.32), off in 1.33 and 1.31. With it on, a watch with `sendInitialEvents` gets the
+/// current objects and the initial-events-end bookmark, from the store and from the
+/// cache (which at 1.35+ also fills itself that way; it refuses the request where etcd
+/// answers no progress requests, as kube's does); with it off, the option is ignored,
+/// as kube ignores it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_watch_list_gate_follows_the_kube_version() {
+    let etcd = EtcdServer::start(EtcdOptions::default()).unwrap();
+    for (version, gate) in [
+        (apistore::KubeVersion::V1_37, true),
+        (apistore::KubeVersion::V1_33, false),
+    ] {
+        let registry = apistore::prometheus::Registry::new();
+        let api = caching_configmaps(&etcd, version, &registry).await;
+        let (configmaps, secrets) = configmaps_and_secrets(&api).await;
+        let namespace = format!("watch-list-{}", version.minor());
+        for (store, resource) in [(&secrets, "secrets"), (&configmaps, "configmaps")] {
+            assert_eq!(
+                store.supports_watch_list(),
+                gate,
+                "kube {version} {resource}"
+            );
+            let layout = api.resource_layout(resource);
+            let kind = if resource == "secrets" {
+                "Secret"
+            } else {
+                "ConfigMap"
+            };
+            let object = DynamicObject::new("v1", kind, "one").within(&namespace);
+            store
+                .create(&layout.key(&namespace, "one"), object, 0)
+                .await
+                .unwrap();
+            let options = ListOptions {
+                resource_version: String::new(),
+                resource_version_match: ResourceVersionMatch::NotOlderThan,
+                send_initial_events: Some(true),
+                ..ListOptions::prefix().bookmarks()
+            };
+            let list_key = format!("{resource}/{namespace}");
+            let mut watch = store.watch(&list_key, &options).await.unwrap();
+            // A cache serves a watch-list only where etcd answers progress requests
+            // (3.4.31+, 3.5.13+); elsewhere it refuses it, as kube's cacher does.
+            let progress = api
+                .store::<DynamicObject>(resource)
+                .unwrap()
+                .check_request_watch_progress_support()
+                .await
+                .unwrap_or(false);
+            if gate && store.is_cached() && !progress {
+                let refused = watch.next().await;
+                assert!(
+                    matches!(&refused, Some(WatchEvent::Error(status))
+                        if status.message.contains("RequestWatchProgress is disabled")),
+                    "kube {version} {resource}: {refused:?}"
+                );
+                continue;
+            }
+            let first = tokio::time::timeout(Duration::from_secs(10), watch.next())
+                .await
+                .unwrap();
+            assert!(
+                matches!(&first, Some(WatchEvent::Added(o)) if o.metadata.name == "one"),
+                "kube {version} {resource}: {first:?}"
+            );
+            if gate {
+                let end = tokio::time::timeout(Duration::from_secs(10), watch.next())
+                    .await
+                    .unwrap();
+                assert!(
+                    matches!(&end, Some(WatchEvent::Bookmark(b))
+                        if b.metadata.annotations.get("k8s.io/initial-events-end").map(String::as_str) == Some("true")),
+                    "kube {version} {resource}: {end:?}"
+                );
+            }
+        }
+    }
+}

@@ -24,9 +24,10 @@ pub struct ResourceConfig {
     /// The key, relative to the prefix, under which all objects of this resource live
     /// (`/pods`); read for the current revision by watches that need it.
     pub resource_prefix: String,
-    /// kube-apiserver's `WatchList` feature gate (off by default, as in v0.31.1): with
-    /// it, `sendInitialEvents` asks a watch for the current state followed by a bookmark
-    /// that ends the initial events.
+    /// kube-apiserver's `WatchList` feature gate (off by default, as in v0.31.1; see
+    /// [`watch_list_default`] for each kube minor's default, which the facade follows):
+    /// with it, `sendInitialEvents` asks a watch for the current state followed by a
+    /// bookmark that ends the initial events.
     pub watch_list: bool,
     /// Refuse keys outside `resource_prefix` (an invalid key error) instead of storing
     /// objects where kube-apiserver would never look for this resource. kube's own store
@@ -150,8 +151,25 @@ impl KeyScope {
     }
 }
 
+/// kube-apiserver's default of its `WatchList` feature gate at `version`: off at 1.31
+/// (alpha), on at 1.32 (beta), off again at 1.33 (kube turned it back off for the
+/// streaming encoders), on from 1.34 (k8s.io/apiserver's `kube_features.go`).
+pub fn watch_list_default(version: KubeVersion) -> bool {
+    version == KubeVersion::V1_32 || version >= KubeVersion::V1_34
+}
+
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn the_watch_list_gate_defaults_as_kube_features_go_says() {
+        let on: Vec<_> = KubeVersion::ALL
+            .iter()
+            .filter(|v| super::watch_list_default(**v))
+            .map(|v| v.minor())
+            .collect();
+        assert_eq!(on, [32, 34, 35, 36, 37]);
+    }
+
     use super::*;
 
     #[test]

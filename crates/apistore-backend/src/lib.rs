@@ -37,7 +37,7 @@ pub mod object;
 pub mod watch;
 pub mod write;
 
-pub use config::{KeyScope, ResourceConfig};
+pub use config::{KeyScope, ResourceConfig, watch_list_default};
 pub use event::{Change, RawEvent};
 pub use object::{DecodeErrors, ObjState, ObjectLayers};
 pub use write::{CompareAndSwap, StoredValue, Swap, WriteTrace};

@@ -147,6 +147,10 @@ impl ApiStore {
                     layout.group_resource.to_string(),
                 )
                 .with_kube_version(self.recipe.kube_version);
+                // kube's one `WatchList` gate covers the cacher and the etcd3 store alike:
+                // on at 1.32 and from 1.34 (the cache then fills through a watch-list
+                // from 1.35, and serves them, given progress requests).
+                config.watch_list = apistore_backend::watch_list_default(self.recipe.kube_version);
                 config.consistent_reads_from_cache = store
                     .check_request_watch_progress_support()
                     .await

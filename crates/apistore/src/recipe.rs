@@ -70,7 +70,7 @@ impl StoreRecipe {
     }
 
     /// The configuration every backend's store of `resource` takes: kube's key prefix,
-    /// keys outside it refused, the chosen kube minor.
+    /// keys outside it refused, the chosen kube minor and its `WatchList` gate default.
     pub(crate) fn resource_config(&self, resource: &str) -> ResourceConfig {
         let layout = self.layout.resource(resource);
         ResourceConfig {
@@ -79,6 +79,7 @@ impl StoreRecipe {
             resource_prefix: format!("/{}", layout.key_prefix),
             confine_keys: true,
             kube_version: self.kube_version,
+            watch_list: apistore_backend::watch_list_default(self.kube_version),
             ..ResourceConfig::default()
         }
     }
