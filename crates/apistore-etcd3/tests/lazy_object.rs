@@ -63,7 +63,7 @@ fn pod(name: &str, tier: &str) -> LazyObject {
                 "resources": {"limits": {"cpu": "1", "memory": "512Mi"}}
             }]
         },
-        "status": {"phase": "Running", "podIP": "10.0.0.7"}
+        "status": {"phase": "Running", "podIP": "127.0.0.7"}
     }))
     .unwrap();
     LazyObject::from(object)
