@@ -99,17 +99,21 @@ impl Fixture {
     }
 }
 
-/// The error of an operation on corrupt bytes under `key`; success fails the case.
+/// The error of an operation on corrupt bytes under `key`, of `kind`; success, or an
+/// error of another kind, fails the case.
 fn failure_of(
     operation: &str,
     key: &str,
+    kind: ErrorKind,
     result: Result<impl std::fmt::Debug, StorageError>,
 ) -> Result<StorageError, TestCaseError> {
-    result.map_or_else(Ok, |value| {
+    let err = result.map_or_else(Ok, |value| {
         Err(TestCaseError::fail(format!(
             "{operation} {key}: succeeded on corrupt bytes: {value:?}"
         )))
-    })
+    })?;
+    prop_assert_eq!(err.kind(), kind, "{} {}: {}", operation, key, err);
+    Ok(err)
 }
 
 /// The error is an internal error about `key`, for a corrupt object.
@@ -118,15 +122,7 @@ fn internal_about(
     key: &str,
     result: Result<impl std::fmt::Debug, StorageError>,
 ) -> Result<(), TestCaseError> {
-    let err = failure_of(operation, key, result)?;
-    prop_assert_eq!(
-        err.kind(),
-        ErrorKind::Internal,
-        "{} {}: {}",
-        operation,
-        key,
-        err
-    );
+    let err = failure_of(operation, key, ErrorKind::Internal, result)?;
     prop_assert_eq!(err.key(), key, "{}: {}", operation, err);
     prop_assert!(err.to_string().contains(key), "{}: {}", operation, err);
     prop_assert!(err.is_corrupt_object(), "{}: {}", operation, err);
@@ -139,15 +135,7 @@ fn store_read_about(
     key: &str,
     result: Result<impl std::fmt::Debug, StorageError>,
 ) -> Result<(), TestCaseError> {
-    let err = failure_of(operation, key, result)?;
-    prop_assert_eq!(
-        err.kind(),
-        ErrorKind::StoreRead,
-        "{} {}: {}",
-        operation,
-        key,
-        err
-    );
+    let err = failure_of(operation, key, ErrorKind::StoreRead, result)?;
     let keys: Vec<&str> = err
         .store_read_errors()
         .map(|errors| errors.keys().collect())
