@@ -6,7 +6,7 @@ use apistore_storage::{Codec, CodecError, DynamicObject, KubeVersion};
 use bytes::Bytes;
 
 use super::LazyObject;
-use crate::{KubeProtobuf, MediaType, Result, StorageCodec, is_protobuf};
+use crate::{KubeProtobuf, MediaType, Result, StorageCodec};
 
 /// The codec of [`LazyObject`]s: reads kube protobuf lazily (JSON whole) and writes
 /// its media type, with the protobuf schema of one kube minor (the newest apistore
@@ -57,12 +57,25 @@ impl LazyCodec {
 
     /// Encodes `object`, spliced when it can be, else whole; `previous` is the value
     /// it replaces, if any.
+    ///
+    /// The splice writes the object's own stored bytes, so it is taken only when they
+    /// are what is being replaced (the usual guaranteed update: the object was decoded
+    /// from `previous`). An object read at another revision is encoded whole and carries
+    /// what its schema cannot show from `previous`, as `StorageCodec` does for any
+    /// object: fields a newer kube wrote there since are kept, not overwritten by older
+    /// bytes.
     fn encode_object(
         &self,
         object: &LazyObject,
         previous: Option<&[u8]>,
     ) -> Result<Bytes, CodecError> {
-        if self.write_media_type() == MediaType::Protobuf {
+        let stored = object.stored_bytes().map(|b| &b[..]);
+        let replaces_own_bytes = match (previous, stored) {
+            (None, _) => true,
+            (Some(previous), Some(stored)) => previous == stored,
+            (Some(_), None) => false,
+        };
+        if self.write_media_type() == MediaType::Protobuf && replaces_own_bytes {
             if let Some(bytes) = object
                 .spliced(self.protobuf())
                 .map_err(|e| CodecError::Encode(Box::new(e)))?
@@ -73,13 +86,9 @@ impl LazyCodec {
         let whole = object
             .to_dynamic()
             .map_err(|e| CodecError::Encode(Box::new(e)))?;
-        // What the object's own read could not show is in the bytes it was read from.
-        let carry_from = object
-            .stored_bytes()
-            .map(|b| &b[..])
-            .filter(|b| is_protobuf(b))
-            .or(previous);
-        match carry_from {
+        // What the object's read could not show is in the value it replaces, or else in
+        // the bytes it was read from (only protobuf is ever kept).
+        match previous.or(stored) {
             Some(from) => self.whole.encode_replacing(&whole, from),
             None => self.whole.encode(&whole),
         }
