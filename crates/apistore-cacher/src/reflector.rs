@@ -37,8 +37,14 @@ pub(crate) async fn run<S: Storage + 'static>(shared: Arc<Shared<S>>) {
         let result = list_and_watch(&shared, &mut filled).await;
         shared.ready.set(false);
         shared.dispatcher.terminate_all();
-        if let Err(err) = result {
-            shared.metrics.record_initialization_error();
+        if let Err(ended) = result {
+            let err = match ended {
+                RoundEnd::Start(err) => {
+                    shared.metrics.record_initialization_error();
+                    err
+                }
+                RoundEnd::Watch(err) => err,
+            };
             tracing::warn!(
                 resource = %shared.settings.group_resource,
                 error = %err,
@@ -57,17 +63,23 @@ pub(crate) async fn run<S: Storage + 'static>(shared: Arc<Shared<S>>) {
     }
 }
 
-async fn list_and_watch<S: Storage>(
-    shared: &Shared<S>,
-    filled: &mut bool,
-) -> Result<(), StorageError> {
+/// Why a round ended. kube counts `apiserver_watch_cache_initialization_errors_total`
+/// only when its reflector's `ListAndWatch` returns an error: a fill that failed or a
+/// watch that could not be opened. A watch that ends later (an error event, a 410, the
+/// consistency checker's re-list) only starts the next round.
+enum RoundEnd {
+    Start(StorageError),
+    Watch(StorageError),
+}
+
+async fn list_and_watch<S: Storage>(shared: &Shared<S>, filled: &mut bool) -> Result<(), RoundEnd> {
     let prefix = shared.settings.resource_prefix.as_str();
     let started = Instant::now();
     let Filled {
         objects,
         revision: list_rv,
         stream: mut streamed,
-    } = fill(shared).await?;
+    } = fill(shared).await.map_err(RoundEnd::Start)?;
     // A fresh fill is consistent with the backend by construction: snapshots start
     // again even if the consistency checker turned them off.
     shared
@@ -101,18 +113,22 @@ async fn list_and_watch<S: Storage>(
                     },
                     ..ListOptions::default()
                 };
-                shared.storage.watch(prefix, &options).await?
+                shared
+                    .storage
+                    .watch(prefix, &options)
+                    .await
+                    .map_err(RoundEnd::Start)?
             }
         };
         loop {
             let event = tokio::select! {
                 event = poll_fn(|cx| stream.as_mut().poll_next(cx)) => event,
                 () = shared.relist.notified() => {
-                    return Err(StorageError::Internal {
+                    return Err(RoundEnd::Watch(StorageError::Internal {
                         key: prefix.to_owned(),
                         message: "the cache is not consistent with the backend".to_owned(),
                         source: None,
-                    });
+                    }));
                 }
                 _ = ticker.tick() => {
                     shared.dispatcher.bookmark(shared.cache.resource_version());
@@ -160,7 +176,7 @@ async fn list_and_watch<S: Storage>(
             match flow {
                 Flow::Continue => {}
                 Flow::Reopen => break,
-                Flow::Fail(err) => return Err(err),
+                Flow::Fail(err) => return Err(RoundEnd::Watch(err)),
             }
         }
     }
