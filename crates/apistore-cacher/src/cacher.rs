@@ -377,8 +377,10 @@ impl<S: Storage + 'static> Storage for Cacher<S> {
     }
 
     /// With [`CacherConfig::watch_list`](crate::CacherConfig::watch_list) on, the
-    /// cache's watchers get their initial events and the end bookmark.
+    /// cache's watchers get their initial events and the end bookmark, where consistent
+    /// reads may come from the cache (otherwise it refuses every watch-list, as kube's
+    /// cacher does without progress requests).
     fn supports_watch_list(&self) -> bool {
-        self.shared.settings.watch_list
+        self.shared.settings.watch_list && self.shared.settings.consistent_reads_from_cache
     }
 }

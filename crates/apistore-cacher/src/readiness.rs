@@ -77,7 +77,11 @@ pub async fn wait_all_ready<'a>(
     caches: impl IntoIterator<Item = &'a Readiness>,
     timeout: Duration,
 ) -> Vec<String> {
-    let deadline = tokio::time::Instant::now() + timeout;
+    // A timeout too long to add (`Duration::MAX`) waits as long as it may.
+    let now = tokio::time::Instant::now();
+    let deadline = now
+        .checked_add(timeout)
+        .unwrap_or_else(|| now + Duration::from_secs(u64::from(u32::MAX)));
     let mut not_ready = Vec::new();
     // One after the other against the one deadline: all are done by it, and no task
     // is spawned per cache.
