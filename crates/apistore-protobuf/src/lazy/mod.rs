@@ -30,6 +30,7 @@
 //! `DynamicObject` keeps every field, so nothing is lost.
 
 mod codec;
+mod field;
 mod layout;
 mod meta;
 #[cfg(test)]
@@ -46,6 +47,7 @@ use serde_json::{Map, Value};
 pub use codec::LazyCodec;
 use layout::{Layout, MetaField};
 
+use crate::walk::Segs;
 use crate::{KubeProtobuf, ProtobufError, Result, de as pb_de, is_protobuf};
 
 /// An object's body: every top-level field but `apiVersion`, `kind` and `metadata`,
@@ -73,7 +75,18 @@ type Body = Map<String, Value>;
 pub struct LazyObject {
     api_version: String,
     kind: String,
+    /// The metadata the store reads and changes; without `managedFields` while
+    /// `managed_stored` (they are then only in `stored`).
     metadata: ObjectMeta,
+    /// Whether `metadata.managedFields` were left out of `metadata` at the read and
+    /// are still only in the stored bytes: nothing in a store reads them, and as
+    /// `serde_json` trees they were most of a read object's memory. Only ever set
+    /// with `stored`.
+    managed_stored: bool,
+    /// `metadata` with the managed fields decoded into it, built by the first
+    /// [`Self::metadata`] while `managed_stored`; emptied by any change to `metadata`.
+    /// Boxed: one word in every object that never needs it.
+    full_metadata: OnceLock<Box<ObjectMeta>>,
     /// The protobuf this object was read from; `None` for one built from a
     /// `DynamicObject` or read from JSON.
     stored: Option<Stored>,
@@ -111,12 +124,17 @@ impl LazyObject {
         }
         let (av, kind_name, m, raw) = protobuf.open(&stored)?;
         let (field, layout) = split(kind_name, m, raw)?;
-        let metadata = decode_metadata(protobuf, kind_name, field, &layout)?;
+        let (metadata, managed_stored) = match managed_tag(protobuf, field) {
+            Some(tag) => decode_partial_metadata(protobuf, kind_name, field, &layout, tag)?,
+            None => (decode_metadata(protobuf, kind_name, field, &layout)?, false),
+        };
         let (api_version, kind) = (av.to_owned(), kind_name.to_owned());
         Ok(Self {
             api_version,
             kind,
             metadata,
+            managed_stored,
+            full_metadata: OnceLock::new(),
             stored: Some(Stored {
                 bytes: stored,
                 protobuf,
@@ -136,14 +154,80 @@ impl LazyObject {
         &self.kind
     }
 
-    /// The object's metadata.
+    /// The object's metadata, complete: `managedFields` included.
+    ///
+    /// A read leaves `managedFields` as stored protobuf (checked, not decoded); the
+    /// first call decodes them into a copy of the metadata kept with the object, so it
+    /// costs about what the read saved. The store's own accessors
+    /// ([`ApiObject::meta`]: name, namespace, uid, labels, annotations,
+    /// resourceVersion) never need them.
+    ///
+    /// The read checked that the managed fields decode, so [`Self::try_metadata`]
+    /// does not fail on an object read through [`LazyCodec`]; if it ever did, this
+    /// returns the metadata without them (writes keep them as stored regardless).
     pub fn metadata(&self) -> &ObjectMeta {
-        &self.metadata
+        self.try_metadata().unwrap_or(&self.metadata)
     }
 
-    /// The object's metadata, to change: a write re-encodes only this.
+    /// [`Self::metadata`], with the error of decoding the managed fields, if any.
+    ///
+    /// # Errors
+    ///
+    /// `managedFields` the schema's deserializer refuses, named by kind and path (a
+    /// read through [`LazyCodec`] refuses such bytes already).
+    pub fn try_metadata(&self) -> Result<&ObjectMeta> {
+        if !self.managed_stored {
+            return Ok(&self.metadata);
+        }
+        if let Some(full) = self.full_metadata.get() {
+            return Ok(full);
+        }
+        let full = self.with_managed_fields()?;
+        // Another thread may have built it meanwhile: the same metadata, keep either.
+        Ok(self.full_metadata.get_or_init(|| Box::new(full)))
+    }
+
+    /// Whether `metadata.managedFields` are still only stored protobuf (not decoded):
+    /// until [`Self::metadata`] or [`Self::metadata_mut`] asks for them.
+    pub fn is_managed_fields_stored(&self) -> bool {
+        self.managed_stored && self.full_metadata.get().is_none()
+    }
+
+    /// The object's metadata, to change, `managedFields` included (decoded now if
+    /// they were not). A write re-encodes only the metadata fields that changed and
+    /// copies the others as stored.
     pub fn metadata_mut(&mut self) -> &mut ObjectMeta {
+        self.own_managed_fields();
         &mut self.metadata
+    }
+
+    /// Moves the managed fields into `metadata`, decoded, so that it is complete and
+    /// can be handed out to change. Should they not decode (a read refuses such
+    /// bytes, so not for an object read through [`LazyCodec`]), they stay stored and
+    /// writes keep them as stored.
+    fn own_managed_fields(&mut self) {
+        if !self.managed_stored {
+            return;
+        }
+        let full = match self.full_metadata.take() {
+            Some(full) => Ok(*full),
+            None => self.with_managed_fields(),
+        };
+        if let Ok(full) = full {
+            self.metadata = full;
+            self.managed_stored = false;
+        }
+    }
+
+    /// `metadata` with the stored managed fields decoded into it.
+    fn with_managed_fields(&self) -> Result<ObjectMeta> {
+        let mut full = self.metadata.clone();
+        if let Some(stored) = &self.stored {
+            if let Some(managed) = stored.decode_managed_fields()? {
+                full.extra.insert(MANAGED_FIELDS.to_owned(), managed);
+            }
+        }
+        Ok(full)
     }
 
     /// The stored protobuf this object was read from, if it was (the body's source
@@ -216,7 +300,7 @@ impl LazyObject {
         Ok(DynamicObject {
             api_version: self.api_version.clone(),
             kind: self.kind.clone(),
-            metadata: self.metadata.clone(),
+            metadata: self.try_metadata()?.clone(),
             data: self.body()?.clone(),
         })
     }
@@ -227,6 +311,10 @@ impl LazyObject {
     ///
     /// As [`Self::body`].
     pub fn into_dynamic(mut self) -> Result<DynamicObject> {
+        if self.managed_stored {
+            self.metadata = self.with_managed_fields()?;
+            self.managed_stored = false;
+        }
         let data = std::mem::take(self.body_mut()?);
         Ok(DynamicObject {
             api_version: self.api_version,
@@ -248,7 +336,12 @@ impl LazyObject {
             return Ok(None);
         }
         let (field, layout) = split(kind_name, m, raw)?;
-        let old = decode_metadata(protobuf, kind_name, field, &layout)?;
+        // Managed fields still stored are in neither decode, and are written as stored.
+        let stored_only = managed_tag(protobuf, field).filter(|_| self.managed_stored);
+        let old = match stored_only {
+            Some(tag) => decode_partial_metadata(protobuf, kind_name, field, &layout, tag)?.0,
+            None => decode_metadata(protobuf, kind_name, field, &layout)?,
+        };
         if old == self.metadata {
             // Nothing to write but what is stored: byte for byte, no copy.
             return Ok(Some(stored.bytes.clone()));
@@ -260,6 +353,7 @@ impl LazyObject {
             &layout.meta_bytes(),
             &old,
             &self.metadata,
+            stored_only,
         )?;
         let raw = layout.splice(field.tag, &new);
         Ok(Some(Bytes::from(crate::envelope::write(
@@ -278,6 +372,87 @@ impl Stored {
             pb_de::deserialize_parts(&self.protobuf.schema, kind_name, m, layout.rest_segs(), av)?;
         Ok(body.0)
     }
+
+    /// Decodes `metadata.managedFields`: `None` when the object has none.
+    fn decode_managed_fields(&self) -> Result<Option<Value>> {
+        let (_, kind_name, m, raw) = self.protobuf.open(&self.bytes)?;
+        let (field, layout) = split(kind_name, m, raw)?;
+        let Some(tag) = managed_tag(self.protobuf, field) else {
+            return Ok(None);
+        };
+        let (_, managed) = layout
+            .meta_without(tag)
+            .map_err(|reason| malformed_metadata(kind_name, reason))?;
+        if managed.is_empty() {
+            return Ok(None);
+        }
+        let only: ManagedOnly = pb_de::deserialize_message(
+            &self.protobuf.schema,
+            kind_name,
+            "metadata",
+            field.id,
+            Segs::from_vec(managed),
+        )?;
+        Ok(only.0)
+    }
+}
+
+/// `metadata.managedFields`' JSON name.
+const MANAGED_FIELDS: &str = "managedFields";
+
+/// The tag of `managedFields` in the kind's metadata message, when the schema has
+/// one (`metav1.ObjectMeta`'s field 17).
+fn managed_tag(protobuf: &KubeProtobuf, field: MetaField) -> Option<u32> {
+    protobuf
+        .schema
+        .messages
+        .get(field.id)?
+        .fields
+        .iter()
+        .find(|f| !f.inline && &*f.json == MANAGED_FIELDS)
+        .map(|f| f.tag)
+}
+
+fn malformed_metadata(kind: &str, reason: String) -> ProtobufError {
+    ProtobufError::Decode {
+        kind: kind.to_owned(),
+        path: "metadata".to_owned(),
+        reason,
+    }
+}
+
+/// The object's metadata without field `managed` (its managed fields), and whether
+/// it has any. They are checked (walked as a decode would, nothing built) so that a
+/// later [`LazyObject::metadata`] cannot fail on them and a read refuses what a whole
+/// decode refuses.
+fn decode_partial_metadata(
+    protobuf: &KubeProtobuf,
+    kind: &str,
+    field: MetaField,
+    layout: &Layout<'_>,
+    managed: u32,
+) -> Result<(ObjectMeta, bool)> {
+    let (others, taken) = layout
+        .meta_without(managed)
+        .map_err(|reason| malformed_metadata(kind, reason))?;
+    let meta: ObjectMeta = pb_de::deserialize_message(
+        &protobuf.schema,
+        kind,
+        "metadata",
+        field.id,
+        Segs::from_vec(others),
+    )?;
+    let has_managed = !taken.is_empty();
+    if has_managed {
+        pb_de::deserialize_message::<IgnoredAny>(
+            &protobuf.schema,
+            kind,
+            "metadata",
+            field.id,
+            Segs::from_vec(taken),
+        )?;
+    }
+    Ok((meta, has_managed))
 }
 
 /// The kind's metadata field and the object's protobuf split at it.
@@ -320,6 +495,8 @@ impl From<DynamicObject> for LazyObject {
             api_version: object.api_version,
             kind: object.kind,
             metadata: object.metadata,
+            managed_stored: false,
+            full_metadata: OnceLock::new(),
             stored: None,
             decoded: OnceLock::new(),
             owned: Some(object.data),
@@ -327,12 +504,17 @@ impl From<DynamicObject> for LazyObject {
     }
 }
 
+/// The store's accessors work on the metadata as read, without decoding the managed
+/// fields (none of name, namespace, uid, labels, annotations and resourceVersion needs
+/// them).
 impl ApiObject for LazyObject {
     fn meta(&self) -> &dyn MetaAccessor {
         &self.metadata
     }
 
     fn meta_mut(&mut self) -> &mut dyn MetaAccessor {
+        // The complete copy would no longer match.
+        self.full_metadata.take();
         &mut self.metadata
     }
 }
@@ -343,10 +525,46 @@ impl fmt::Debug for LazyObject {
             .field("api_version", &self.api_version)
             .field("kind", &self.kind)
             .field("metadata", &self.metadata)
+            .field("managed_fields_stored", &self.managed_stored)
             .field("stored_len", &self.stored.as_ref().map(|s| s.bytes.len()))
             .field("body_decoded", &self.is_body_decoded())
             .field("body_owned", &self.is_body_owned())
             .finish()
+    }
+}
+
+/// `managedFields` read from a metadata message holding only them: every other field
+/// the walk presents (a null `creationTimestamp`) skipped.
+struct ManagedOnly(Option<Value>);
+
+impl<'de> Deserialize<'de> for ManagedOnly {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> std::result::Result<Self, D::Error> {
+        struct ManagedVisitor;
+
+        impl<'de> Visitor<'de> for ManagedVisitor {
+            type Value = ManagedOnly;
+
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("an object")
+            }
+
+            fn visit_map<A: MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> std::result::Result<ManagedOnly, A::Error> {
+                let mut managed = None;
+                while let Some(key) = map.next_key::<String>()? {
+                    if key == MANAGED_FIELDS {
+                        managed = Some(map.next_value::<Value>()?);
+                    } else {
+                        map.next_value::<IgnoredAny>()?;
+                    }
+                }
+                Ok(ManagedOnly(managed))
+            }
+        }
+
+        deserializer.deserialize_map(ManagedVisitor)
     }
 }
 
