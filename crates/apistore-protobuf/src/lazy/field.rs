@@ -172,8 +172,14 @@ impl<'s> Reader<'s, '_> {
                 return Ok(None);
             };
             let vals = self.occurrences(owner, field, &field_segs, depth)?;
-            let shown = slot(self.schema, &field.ty, field.omitempty, field.omitzero, &vals)
-                .map_err(|reason| self.malformed(depth + 1, reason))?;
+            let shown = slot(
+                self.schema,
+                &field.ty,
+                field.omitempty,
+                field.omitzero,
+                &vals,
+            )
+            .map_err(|reason| self.malformed(depth + 1, reason))?;
             let Some(shown) = shown else {
                 return Ok(None);
             };
@@ -204,13 +210,9 @@ impl<'s> Reader<'s, '_> {
             };
             let message = self.message(id)?;
             if message.special != Special::None {
-                if last {
-                    return self.special_text(id, inner);
-                }
-                return Err(self.not_text(format!(
-                    "a path through {}, which is written as one JSON value",
-                    self.path[..=depth].join(".")
-                )));
+                // A time, a quantity, raw JSON (a RawExtension): its JSON is Go's
+                // writing of the whole value, so decode that and read on in it.
+                return self.special_text(id, inner, &self.path[depth + 1..]);
             }
             if last {
                 return Err(self.not_text("the value is an object"));
@@ -301,21 +303,35 @@ impl<'s> Reader<'s, '_> {
             }
             (Ty::Str | Ty::Bytes, None) => Ok(Some(Cow::Borrowed(""))),
             (Ty::Bool | Ty::I32 | Ty::I64, None) => Ok(zero_text(inner)),
+            // A quantity (a ResourceQuota's `hard`), written as one JSON value.
+            (Ty::Msg(id), value) if self.message(*id)?.special != Special::None => {
+                let segs = match value {
+                    Some(WireVal::Bytes(b)) => Segs::One(b),
+                    _ => Segs::None,
+                };
+                self.special_text(*id, segs, &[])
+            }
             _ => Err(self.not_text(format!("the value is {}", shape(inner)))),
         }
     }
 
-    /// A special type's JSON (a time, a quantity, an int-or-string) as text: decoded
-    /// as a whole decode does, since its text is Go's formatting, not a stored string.
-    fn special_text<'b>(&self, id: usize, segs: Segs<'_>) -> Result<Option<Cow<'b, str>>> {
+    /// The text at `rest` of a special type's JSON (a time, a quantity, an
+    /// int-or-string, raw JSON): decoded as a whole decode does, since its JSON is Go's
+    /// writing of the value, not stored text.
+    fn special_text<'b>(
+        &self,
+        id: usize,
+        segs: Segs<'_>,
+        rest: &[&str],
+    ) -> Result<Option<Cow<'b, str>>> {
         let value: Value =
             pb_de::deserialize_message(self.schema, self.kind, self.path[0], id, segs)?;
-        match value {
-            Value::Null => Ok(None),
-            Value::String(s) => Ok(Some(Cow::Owned(s))),
-            Value::Bool(b) => Ok(Some(Cow::Borrowed(if b { "true" } else { "false" }))),
-            Value::Number(n) if n.is_i64() || n.is_u64() => Ok(Some(Cow::Owned(n.to_string()))),
-            other => Err(self.not_text(format!("the value is {}", what(&other)))),
+        let mut body = serde_json::Map::new();
+        body.insert(String::new(), value);
+        let path: Vec<&str> = std::iter::once("").chain(rest.iter().copied()).collect();
+        match read_value(&body, &path) {
+            Ok(text) => Ok(text.map(|t| Cow::Owned(t.into_owned()))),
+            Err(reason) => Err(self.not_text(reason)),
         }
     }
 }
@@ -323,7 +339,12 @@ impl<'s> Reader<'s, '_> {
 /// The field of `m` whose JSON name is `name`, after the inline fields it is reached
 /// through: `[inline..., field]`.
 fn find<'s>(schema: &'s Schema, m: &'s Message, name: &str) -> Option<Vec<&'s Field>> {
-    fn go<'s>(schema: &'s Schema, m: &'s Message, name: &str, depth: usize) -> Option<Vec<&'s Field>> {
+    fn go<'s>(
+        schema: &'s Schema,
+        m: &'s Message,
+        name: &str,
+        depth: usize,
+    ) -> Option<Vec<&'s Field>> {
         if let Some(f) = m.fields.iter().find(|f| !f.inline && &*f.json == name) {
             return Some(vec![f]);
         }

@@ -125,7 +125,8 @@ impl<'a> Layout<'a> {
             while let Some(item) = fields.next_spanned() {
                 let (field, _, span) = item?;
                 if field == tag {
-                    if let Some(run) = occurrence.get(copied..span.start).filter(|r| !r.is_empty()) {
+                    if let Some(run) = occurrence.get(copied..span.start).filter(|r| !r.is_empty())
+                    {
                         others.push(run);
                     }
                     if let Some(whole) = occurrence.get(span.clone()) {
@@ -238,13 +239,19 @@ mod tests {
         let (others, taken) = layout.meta_without(17).unwrap();
         assert_eq!(
             others,
-            vec![&field(1, b"n")[..], &field(3, b"ns")[..], &field(903, b"x")[..]]
+            vec![
+                &field(1, b"n")[..],
+                &field(3, b"ns")[..],
+                &field(903, b"x")[..]
+            ]
         );
         assert_eq!(taken, vec![&field(17, b"m1")[..], &field(17, b"m2")[..]]);
-        assert!(Layout::split(&field(1, &[0x8a, 0x01, 0x05]), 1)
-            .unwrap()
-            .meta_without(17)
-            .is_err());
+        assert!(
+            Layout::split(&field(1, &[0x8a, 0x01, 0x05]), 1)
+                .unwrap()
+                .meta_without(17)
+                .is_err()
+        );
     }
 
     #[test]

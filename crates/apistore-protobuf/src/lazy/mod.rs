@@ -31,7 +31,11 @@
 
 mod codec;
 mod field;
+#[cfg(test)]
+mod field_tests;
 mod layout;
+#[cfg(test)]
+mod managed_tests;
 mod meta;
 #[cfg(test)]
 mod tests;
