@@ -69,9 +69,8 @@ fn read_value<'v>(
     let Some((first, rest)) = path.split_first() else {
         return Err("an empty path".to_owned());
     };
-    let mut value = match body.get(*first) {
-        Some(value) => value,
-        None => return Ok(None),
+    let Some(mut value) = body.get(*first) else {
+        return Ok(None);
     };
     for name in rest {
         value = match value {

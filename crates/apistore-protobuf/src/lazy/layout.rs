@@ -32,6 +32,10 @@ impl MetaField {
     }
 }
 
+/// The metadata split at one of its fields: the runs of every other field, and that
+/// field's occurrences whole.
+pub(crate) type MetaSplit<'a> = (Vec<&'a [u8]>, Vec<&'a [u8]>);
+
 /// An object's top-level protobuf, split at its metadata.
 #[derive(Debug)]
 pub(crate) struct Layout<'a> {
@@ -115,7 +119,7 @@ impl<'a> Layout<'a> {
     /// runs of every other field, in order, and each occurrence of `tag` whole (key and
     /// length included), in order. Each piece starts at a field's key, so either list
     /// reads as a message of its own. An error is malformed metadata protobuf.
-    pub(crate) fn meta_without(&self, tag: u32) -> Result<(Vec<&'a [u8]>, Vec<&'a [u8]>), String> {
+    pub(crate) fn meta_without(&self, tag: u32) -> Result<MetaSplit<'a>, String> {
         let mut others = Vec::with_capacity(self.meta.len() + 1);
         let mut taken = Vec::new();
         for &occurrence in &self.meta {
