@@ -13,6 +13,24 @@
 //! [`DynamicObject`], not a faster decode of the same thing: the first body access
 //! costs what a full decode costs.
 //!
+//! # Managed fields
+//!
+//! `metadata.managedFields` are most of a Pod's decoded metadata (a `serde_json` tree
+//! per entry's `fieldsV1`) and nothing in a store reads them, so a read leaves them as
+//! stored protobuf too: checked (walked as a decode would, nothing built, so a read
+//! refuses what a whole decode refuses) but not decoded. The store's own accessors
+//! ([`ApiObject::meta`]: name, namespace, uid, labels, annotations, resourceVersion)
+//! work on the metadata without them; [`LazyObject::metadata`] decodes them once into a
+//! complete copy it keeps; [`LazyObject::metadata_mut`] moves them into the metadata to
+//! change. A write copies undecoded or unchanged managed fields as stored, byte for
+//! byte, and re-encodes changed ones.
+//!
+//! # Reading one body field
+//!
+//! [`LazyObject::field_str`] reads a scalar at a JSON path (`spec.nodeName`, what a
+//! Pod's field selector needs) from the stored protobuf with the kind's schema, without
+//! decoding the body (src/lazy/field.rs).
+//!
 //! # Writing it back
 //!
 //! [`LazyCodec`] writes an object whose body was not changed ([`LazyObject::body_mut`]
@@ -61,10 +79,12 @@ type Body = Map<String, Value>;
 /// An API object read from storage that decodes its body only on first use.
 ///
 /// Holds the `apiVersion`, `kind` and [`ObjectMeta`] (decoded at once: the store and
-/// selectors need them), and the stored protobuf bytes the body is decoded from when
-/// [`Self::body`] is first called (then cached); the first call costs about what a
-/// whole [`DynamicObject`] decode does. It is a second representation, not a faster
-/// decode of the same thing.
+/// selectors need them; `managedFields` left stored until [`Self::metadata`] or
+/// [`Self::metadata_mut`] asks for them), and the stored protobuf bytes the body is
+/// decoded from when [`Self::body`] is first called (then cached); the first call
+/// costs about what a whole [`DynamicObject`] decode does. It is a second
+/// representation, not a faster decode of the same thing. One body field can be read
+/// without decoding the body ([`Self::field_str`]).
 ///
 /// Written through [`LazyCodec`] with its body untouched, the object is its stored
 /// bytes with the metadata re-encoded and spliced in (the stored bytes themselves when
@@ -341,7 +361,12 @@ impl LazyObject {
         }
         let (field, layout) = split(kind_name, m, raw)?;
         // Managed fields still stored are in neither decode, and are written as stored.
-        let stored_only = managed_tag(protobuf, field).filter(|_| self.managed_stored);
+        let stored_only = match (self.managed_stored, managed_tag(protobuf, field)) {
+            (false, _) => None,
+            (true, Some(tag)) => Some(tag),
+            // A schema without them cannot splice them: the whole encode decodes them.
+            (true, None) => return Ok(None),
+        };
         let old = match stored_only {
             Some(tag) => decode_partial_metadata(protobuf, kind_name, field, &layout, tag)?.0,
             None => decode_metadata(protobuf, kind_name, field, &layout)?,
