@@ -152,14 +152,15 @@ impl<'s> Reader<'s, '_> {
         let (mut m, mut segs) = (m, segs);
         for (depth, name) in self.path.iter().enumerate() {
             let last = depth + 1 == self.path.len();
-            let Some(chain) = find(self.schema, m, name) else {
+            let chain = find(self.schema, m, name).unwrap_or_default();
+            let Some((&field, inlines)) = chain.split_last() else {
                 return Ok(None);
             };
             // Inline structs first (their fields are this level's in JSON), then the
             // field itself.
             let mut field_segs = segs;
             let mut owner = m;
-            for inline in &chain[..chain.len() - 1] {
+            for inline in inlines {
                 let vals = self.occurrences(owner, inline, &field_segs, depth)?;
                 let Ty::Msg(id) = inline.ty else {
                     return Err(self.not_text("an inline field that is not a struct"));
@@ -167,9 +168,6 @@ impl<'s> Reader<'s, '_> {
                 owner = self.message(id)?;
                 field_segs = Segs::of(&vals);
             }
-            let Some(field) = chain.last().copied() else {
-                return Ok(None);
-            };
             let vals = self.occurrences(owner, field, &field_segs, depth)?;
             let shown = slot(
                 self.schema,
