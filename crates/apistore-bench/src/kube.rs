@@ -15,7 +15,8 @@
 //! - `kube store-list RV=<match> <scope>`: the shape of kube's `RunBenchmarkStoreList`
 //!   (resourceVersion "" / NotOlderThan / Exact × cluster, cluster in pages of 1,000,
 //!   one node by field selector `spec.nodeName`, one namespace), 4 callers, reporting
-//!   list-objs/s and list-calls/s; Pods spread over 100 namespaces and 100 nodes;
+//!   list-objs/s and list-calls/s; Pods spread over 100 namespaces and 100 nodes; each
+//!   also `, LazyObject`, through a store of `LazyPod`s (src/kube_store_list.rs);
 //! - `kube create|get|guaranteed update, 1|16 caller(s)`: on a pool of 1,024 Pods.
 //!
 //! The raw etcd-client arm does the same etcd requests with no codec at all (the floor
@@ -28,10 +29,7 @@ use std::time::Instant;
 
 use apistore_etcd3::{Etcd3Store, StoreConfig};
 use apistore_protobuf::{KubeProtobuf, LazyCodec, LazyObject, MediaType, StorageCodec};
-use apistore_storage::{
-    ApiObject, Codec, DynamicObject, GetOptions, ListOptions, ResourceVersionMatch, Storage,
-    UpdateOptions,
-};
+use apistore_storage::{ApiObject, Codec, DynamicObject, GetOptions, Storage, UpdateOptions};
 use apistore_value::IdentityTransformer;
 use etcd_client::{Compare, CompareOp, GetOptions as EtcdGetOptions, Txn, TxnOp};
 use k8s_openapi::api::core::v1::Pod;
@@ -44,6 +42,7 @@ use crate::driver::{self, OpFn, Plan, Sample};
 use crate::error::{BenchError, Result};
 use crate::gobench::{GoAnswer, GoArm};
 use crate::kube_pod::KubePod;
+use crate::kube_store_list::ListShape;
 use crate::object::ETCD_PREFIX;
 use crate::pod::{POD_NAME_PREFIX, pod, pod_name};
 use crate::raw::prefix_range_end;
@@ -53,15 +52,11 @@ use crate::stats::{Unit, median};
 /// Every workload name of the section starts with this.
 pub(crate) const PREFIX: &str = "kube ";
 /// The resource, as both stores name it.
-const RESOURCE: &str = "pods";
+pub(crate) const RESOURCE: &str = "pods";
 /// Namespaces and nodes the listed Pods are spread over.
-const SPREAD: u64 = 100;
+pub(crate) const SPREAD: u64 = 100;
 /// The namespace of the CRUD pool.
 const POOL_NAMESPACE: &str = "kube-pool";
-/// Callers of the store-list workloads (kube's benchmark runs 4 per GOMAXPROCS).
-const LIST_CALLERS: usize = 4;
-/// The page of the paged cluster-scope store-list (kube's, above 1,000 items).
-const STORE_LIST_PAGE: i64 = 1_000;
 /// The page of the single-caller paged list.
 const LIST_PAGE: i64 = 500;
 /// Puts per fill transaction (etcd's default `--max-txn-ops` is 128).
@@ -70,42 +65,15 @@ const FILL_BATCH: usize = 100;
 const COUNTER: &str = "bench.apistore.io/counter";
 
 /// The apistore side: the etcd3 store over Pods stored as protobuf.
-type PodStore = Etcd3Store<KubePod>;
-
-/// The list scopes of kube's store-list benchmark.
-#[derive(Debug, Clone, Copy)]
-enum Scope {
-    Cluster,
-    ClusterPaged,
-    Node,
-    Namespace,
-}
-
-impl Scope {
-    fn name(self) -> String {
-        match self {
-            Self::Cluster => "cluster".to_owned(),
-            Self::ClusterPaged => format!("cluster, pages of {STORE_LIST_PAGE}"),
-            Self::Node => "node (spec.nodeName=)".to_owned(),
-            Self::Namespace => "namespace".to_owned(),
-        }
-    }
-
-    fn limit(self) -> i64 {
-        match self {
-            Self::ClusterPaged => STORE_LIST_PAGE,
-            _ => 0,
-        }
-    }
-}
+pub(crate) type PodStore = Etcd3Store<KubePod>;
 
 /// The namespace of the `k`th listed Pod.
-fn namespace_of(k: u64) -> String {
+pub(crate) fn namespace_of(k: u64) -> String {
     format!("kube-ns-{:03}", k / SPREAD % SPREAD)
 }
 
 /// The node of the `k`th listed Pod.
-fn node_of(k: u64) -> String {
+pub(crate) fn node_of(k: u64) -> String {
     format!("node-{:03}", k % SPREAD)
 }
 
@@ -118,7 +86,7 @@ fn encoded_pod(kp: &KubeProtobuf, k: u64, namespace: &str, node: &str) -> Result
 }
 
 /// What a rotating caller picks: the `seq`th call of `caller` out of `count` choices.
-fn pick(caller: usize, seq: u64, count: u64) -> u64 {
+pub(crate) fn pick(caller: usize, seq: u64, count: u64) -> u64 {
     (caller as u64 * 7919 + seq) % count.max(1)
 }
 
@@ -250,12 +218,12 @@ impl Bench {
     }
 
     /// Whether a side runs in this run (`--arm` runs one alone, for profiling).
-    fn runs(&self, side: Side) -> bool {
+    pub(crate) fn runs(&self, side: Side) -> bool {
         self.settings.single_arm.is_none_or(|arm| arm == side.arm())
     }
 
     /// The go arm's answer to one request, off the runtime's async threads.
-    fn ask(go: &mut GoArm, request: &Value) -> Result<GoAnswer> {
+    pub(crate) fn ask(go: &mut GoArm, request: &Value) -> Result<GoAnswer> {
         tokio::task::block_in_place(|| go.call(request))
     }
 
@@ -405,153 +373,7 @@ impl Bench {
             out.rows.push(collector.row(name.to_owned()));
         }
 
-        let namespaces: Vec<String> = (0..SPREAD).map(|k| namespace_of(k * SPREAD)).collect();
-        let nodes: Vec<String> = (0..SPREAD).map(node_of).collect();
-        for (matching, rv) in [
-            (ResourceVersionMatch::Unset, String::new()),
-            (ResourceVersionMatch::NotOlderThan, revision.to_string()),
-            (ResourceVersionMatch::Exact, revision.to_string()),
-        ] {
-            for scope in [
-                Scope::Cluster,
-                Scope::ClusterPaged,
-                Scope::Node,
-                Scope::Namespace,
-            ] {
-                let workload = format!(
-                    "{PREFIX}store-list RV={} {}",
-                    if matching == ResourceVersionMatch::Unset {
-                        "\"\""
-                    } else {
-                        matching.as_str()
-                    },
-                    scope.name()
-                );
-                if !self.settings.selected(&workload) {
-                    continue;
-                }
-                println!("  {workload}");
-                let (keys, node_names): (Vec<String>, Vec<String>) = match scope {
-                    Scope::Cluster | Scope::ClusterPaged => (vec![RESOURCE.to_owned()], vec![]),
-                    Scope::Node => (vec![RESOURCE.to_owned()], nodes.clone()),
-                    Scope::Namespace => (
-                        namespaces
-                            .iter()
-                            .map(|ns| format!("{RESOURCE}/{ns}"))
-                            .collect(),
-                        vec![],
-                    ),
-                };
-                let shape = ListShape {
-                    keys: keys.clone(),
-                    node_names: node_names.clone(),
-                    limit: scope.limit(),
-                    resource_version: rv.clone(),
-                    matching,
-                };
-                let request = json!({
-                    "op": "list",
-                    "keys": keys.iter().map(|k| format!("/{k}")).collect::<Vec<_>>(),
-                    "nodeNames": node_names,
-                    "limit": scope.limit(),
-                    "resourceVersion": rv,
-                    "resourceVersionMatch": matching.as_str(),
-                    "callers": LIST_CALLERS,
-                    "seconds": self.settings.run.as_secs_f64(),
-                });
-                let mut collector = Collector::new(&[
-                    spec("list-objs/s", Unit::PerSec, true, Some(1.0)),
-                    spec("list-calls/s", Unit::PerSec, true, None),
-                    spec("client CPU/list", Unit::CpuSeconds, false, None),
-                ]);
-                for _ in 0..rounds {
-                    if self.runs(Side::Apistore) {
-                        let (sample, objects, calls) = self
-                            .store_lists(
-                                store,
-                                LIST_CALLERS,
-                                Plan::For(self.settings.run),
-                                shape.clone(),
-                            )
-                            .await?;
-                        let seconds = sample.elapsed.as_secs_f64().max(1e-9);
-                        collector.push(
-                            Side::Apistore,
-                            vec![
-                                objects as f64 / seconds,
-                                calls as f64 / seconds,
-                                sample.client_cpu_per_op(),
-                            ],
-                        );
-                    }
-                    if self.runs(Side::Kube) {
-                        let answer = Self::ask(go, &request)?;
-                        let seconds = answer.seconds.max(1e-9);
-                        collector.push(
-                            Side::Kube,
-                            vec![
-                                answer.objects as f64 / seconds,
-                                answer.calls as f64 / seconds,
-                                answer.cpu_seconds / answer.ops.max(1) as f64,
-                            ],
-                        );
-                    }
-                }
-                out.rows.push(collector.row(workload));
-            }
-        }
-        Ok(())
-    }
-
-    /// Runs whole lists of `shape` from `callers` tasks, each paged to its end; the
-    /// sample, the Pods all the lists returned and the `list` calls they made.
-    async fn store_lists<S: Storage + 'static>(
-        &self,
-        store: &Arc<S>,
-        callers: usize,
-        plan: Plan,
-        shape: ListShape,
-    ) -> Result<(Sample, u64, u64)> {
-        let objects = Arc::new(AtomicU64::new(0));
-        let calls = Arc::new(AtomicU64::new(0));
-        let shape = Arc::new(shape);
-        let op: OpFn = {
-            let (store, objects, calls, shape) = (
-                Arc::clone(store),
-                Arc::clone(&objects),
-                Arc::clone(&calls),
-                Arc::clone(&shape),
-            );
-            driver::op(move |caller, seq| {
-                let (store, objects, calls, shape) = (
-                    Arc::clone(&store),
-                    Arc::clone(&objects),
-                    Arc::clone(&calls),
-                    Arc::clone(&shape),
-                );
-                async move {
-                    let (key, mut options) = shape.first_page(caller, seq)?;
-                    loop {
-                        let list = store.list(&key, &options).await?;
-                        calls.fetch_add(1, Ordering::Relaxed);
-                        objects.fetch_add(list.items.len() as u64, Ordering::Relaxed);
-                        black_box(&list.items);
-                        if list.metadata.continue_token.is_empty() {
-                            return Ok(());
-                        }
-                        options = options
-                            .at(String::new(), ResourceVersionMatch::Unset)
-                            .continue_from(list.metadata.continue_token);
-                    }
-                }
-            })
-        };
-        let sample = driver::drive(&self.cpu, callers, plan, &op, None).await?;
-        Ok((
-            sample,
-            objects.load(Ordering::Relaxed),
-            calls.load(Ordering::Relaxed),
-        ))
+        self.kube_store_lists(go, store, revision, out).await
     }
 
     /// One raw list of every Pod: a range (in pages of `limit` when not 0), no decode.
@@ -818,45 +640,6 @@ fn decode_each<T>(values: &[Vec<u8>], decode: impl Fn(&[u8]) -> Result<T>) -> Re
         per_object,
         (counted.net as f64 + inline as f64) / values.len().max(1) as f64,
     ])
-}
-
-/// What one whole list asks for: the key (rotating over several), the node (rotating,
-/// when selecting by node), the page size and the resourceVersion of the first page.
-#[derive(Debug, Clone)]
-struct ListShape {
-    keys: Vec<String>,
-    node_names: Vec<String>,
-    limit: i64,
-    resource_version: String,
-    matching: ResourceVersionMatch,
-}
-
-impl ListShape {
-    /// Every Pod, at the latest revision, in pages of `limit` (0: one call).
-    fn whole(limit: i64) -> Self {
-        Self {
-            keys: vec![RESOURCE.to_owned()],
-            node_names: Vec::new(),
-            limit,
-            resource_version: String::new(),
-            matching: ResourceVersionMatch::Unset,
-        }
-    }
-
-    /// The key and options of the first call of the `seq`th list of `caller`.
-    fn first_page(&self, caller: usize, seq: u64) -> Result<(String, ListOptions)> {
-        let key = &self.keys[pick(caller, seq, self.keys.len() as u64) as usize];
-        let mut options = ListOptions::prefix()
-            .limit(self.limit)
-            .at(self.resource_version.clone(), self.matching);
-        if !self.node_names.is_empty() {
-            let node = &self.node_names[pick(caller, seq, self.node_names.len() as u64) as usize];
-            options = options
-                .fields(&format!("spec.nodeName={node}"))
-                .map_err(|e| BenchError::Invalid(format!("field selector: {e}")))?;
-        }
-        Ok((key.clone(), options))
-    }
 }
 
 #[cfg(test)]

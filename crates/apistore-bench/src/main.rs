@@ -52,6 +52,8 @@ mod kine;
 mod kms;
 mod kube;
 mod kube_pod;
+mod kube_store_list;
+mod lazy_pod;
 mod list;
 mod machine;
 mod object;

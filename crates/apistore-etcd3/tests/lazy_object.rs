@@ -239,3 +239,71 @@ async fn create_get_update_and_list_lazy_objects_through_a_real_etcd() {
         &pod("p2", "web").to_dynamic().unwrap().data
     );
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn managed_fields_stay_stored_through_a_guaranteed_update_and_body_fields_read_without_the_body()
+ {
+    let mut fx = Fixture::new("lazy-object-managed").await;
+    let key = "pods/ns/m1";
+    let mut object = pod("m1", "web").into_dynamic().unwrap();
+    // Go escapes `>` in fieldsV1 as \u003e: a decode and re-encode would not keep it.
+    let fields_v1 = r#"{"f:metadata":{"f:labels":{"f:a\u003eb":{}}}}"#;
+    object.metadata.extra.insert(
+        "managedFields".to_owned(),
+        json!([{
+            "manager": "kubelet",
+            "operation": "Update",
+            "apiVersion": "v1",
+            "time": "2024-09-12T08:30:15Z",
+            "fieldsType": "FieldsV1",
+            "fieldsV1": serde_json::from_str::<serde_json::Value>(fields_v1).unwrap()
+        }]),
+    );
+    let stored = KubeProtobuf::for_version(KubeVersion::V1_37)
+        .encode_value(&serde_json::to_value(&object).unwrap())
+        .unwrap();
+    // The raw fieldsV1 text as the encoder wrote it, escaped or not.
+    let holds = |value: &[u8], text: &[u8]| value.windows(text.len()).any(|w| w == text);
+    let raw_fields_v1: &[u8] = if holds(&stored, br#"f:a\u003eb"#) {
+        br#"f:a\u003eb"#
+    } else {
+        br#"f:a>b"#
+    };
+    assert!(holds(&stored, raw_fields_v1));
+    fx.put_raw(key, stored.clone()).await;
+
+    let got = fx.store.get(key, &GetOptions::default()).await.unwrap();
+    assert!(got.is_managed_fields_stored());
+    assert_eq!(
+        got.field_str(&["spec", "nodeName"]).unwrap().as_deref(),
+        Some("node-1")
+    );
+    assert!(!got.is_body_decoded());
+    assert_eq!(
+        got.metadata().extra["managedFields"],
+        object.metadata.extra["managedFields"]
+    );
+
+    // What a controller's update through the store does: an annotation.
+    fx.store
+        .guaranteed_update(key, UpdateOptions::default(), |mut object, _| {
+            object
+                .annotations_mut()
+                .insert("touched".to_owned(), "yes".to_owned());
+            assert!(object.is_managed_fields_stored());
+            Ok(object.into())
+        })
+        .await
+        .unwrap();
+    let (updated, _) = fx.stored(key).await;
+    assert_ne!(updated, stored);
+    // The managed fields' stored bytes, escapes and all, are in the new value.
+    assert!(holds(&updated, raw_fields_v1));
+    let reread = fx.store.get(key, &GetOptions::default()).await.unwrap();
+    assert_eq!(reread.metadata().annotations["touched"], "yes");
+    assert_eq!(
+        reread.metadata().extra["managedFields"],
+        object.metadata.extra["managedFields"]
+    );
+    assert_eq!(reread.body().unwrap(), &object.data);
+}

@@ -316,7 +316,7 @@ fn from_slot<'de, 'v>(
 
 /// Go's JSON string for these bytes, as text: valid UTF-8 borrowed, each invalid
 /// byte replaced by U+FFFD (Go's `utf8.DecodeRune` view, not Rust's lossy one).
-fn go_string(b: &[u8]) -> Cow<'_, str> {
+pub(crate) fn go_string(b: &[u8]) -> Cow<'_, str> {
     if let Ok(s) = std::str::from_utf8(b) {
         return Cow::Borrowed(s);
     }

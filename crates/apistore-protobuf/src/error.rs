@@ -40,6 +40,17 @@ pub enum ProtobufError {
     /// for (a newer kube wrote them), and they cannot be carried into the new bytes.
     #[error(transparent)]
     WouldDropFields(Box<WouldDropFields>),
+    /// A field read by path (`LazyObject::field_str`) is there but not a scalar that
+    /// reads as text: an object, a list, a float, or a path through a scalar.
+    #[error("reading {kind} field {path} as text: {reason}")]
+    NotText {
+        /// The object's kind.
+        kind: String,
+        /// The field path asked for, dotted.
+        path: String,
+        /// What the value is instead.
+        reason: String,
+    },
     /// The object's protobuf bytes are malformed.
     #[error("decoding {kind} protobuf at {path}: {reason}")]
     Decode {

@@ -32,6 +32,10 @@ impl MetaField {
     }
 }
 
+/// The metadata split at one of its fields: the runs of every other field, and that
+/// field's occurrences whole.
+pub(crate) type MetaSplit<'a> = (Vec<&'a [u8]>, Vec<&'a [u8]>);
+
 /// An object's top-level protobuf, split at its metadata.
 #[derive(Debug)]
 pub(crate) struct Layout<'a> {
@@ -109,6 +113,37 @@ impl<'a> Layout<'a> {
             [one] => std::borrow::Cow::Borrowed(one),
             many => std::borrow::Cow::Owned(many.concat()),
         }
+    }
+
+    /// The metadata's occurrences split at field `tag` of the metadata message: the
+    /// runs of every other field, in order, and each occurrence of `tag` whole (key and
+    /// length included), in order. Each piece starts at a field's key, so either list
+    /// reads as a message of its own. An error is malformed metadata protobuf.
+    pub(crate) fn meta_without(&self, tag: u32) -> Result<MetaSplit<'a>, String> {
+        let mut others = Vec::with_capacity(self.meta.len() + 1);
+        let mut taken = Vec::new();
+        for &occurrence in &self.meta {
+            let mut fields = Fields::new(occurrence);
+            // occurrence[..copied] is in `others` or `taken` already.
+            let mut copied = 0;
+            while let Some(item) = fields.next_spanned() {
+                let (field, _, span) = item?;
+                if field == tag {
+                    if let Some(run) = occurrence.get(copied..span.start).filter(|r| !r.is_empty())
+                    {
+                        others.push(run);
+                    }
+                    if let Some(whole) = occurrence.get(span.clone()) {
+                        taken.push(whole);
+                    }
+                    copied = span.end;
+                }
+            }
+            if let Some(run) = occurrence.get(copied..).filter(|r| !r.is_empty()) {
+                others.push(run);
+            }
+        }
+        Ok((others, taken))
     }
 
     /// The object's message with `meta` as its metadata field (one occurrence, where
@@ -189,6 +224,37 @@ mod tests {
                 field(3, b"st")
             ]
             .concat()
+        );
+    }
+
+    #[test]
+    fn a_metadata_field_is_taken_out_whole_and_the_rest_kept_in_runs() {
+        // Metadata: field 1, field 17 twice around a field 3, then an unknown 903.
+        let meta = [
+            field(1, b"n"),
+            field(17, b"m1"),
+            field(3, b"ns"),
+            field(17, b"m2"),
+            field(903, b"x"),
+        ]
+        .concat();
+        let raw = [field(1, &meta), field(2, b"spec")].concat();
+        let layout = Layout::split(&raw, 1).unwrap();
+        let (others, taken) = layout.meta_without(17).unwrap();
+        assert_eq!(
+            others,
+            vec![
+                &field(1, b"n")[..],
+                &field(3, b"ns")[..],
+                &field(903, b"x")[..]
+            ]
+        );
+        assert_eq!(taken, vec![&field(17, b"m1")[..], &field(17, b"m2")[..]]);
+        assert!(
+            Layout::split(&field(1, &[0x8a, 0x01, 0x05]), 1)
+                .unwrap()
+                .meta_without(17)
+                .is_err()
         );
     }
 

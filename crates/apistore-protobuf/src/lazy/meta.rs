@@ -18,6 +18,10 @@ use crate::{KubeProtobuf, ProtobufError, Result, json_read};
 
 /// The protobuf of the kind's metadata field (no key, no length) for `new`, replacing
 /// `old_bytes` (the stored metadata, which decodes to `old`).
+///
+/// `stored_only` is a metadata field (by tag) that neither `old` nor `new` holds
+/// because it was never decoded (a lazy object's `managedFields`): it is written as
+/// stored, every occurrence, where Go's tag order puts it.
 pub(super) fn write(
     protobuf: &KubeProtobuf,
     kind: &str,
@@ -25,6 +29,7 @@ pub(super) fn write(
     old_bytes: &[u8],
     old: &ObjectMeta,
     new: &ObjectMeta,
+    stored_only: Option<u32>,
 ) -> Result<Vec<u8>> {
     let m = message(protobuf, kind, field)?;
     let mut bytes = encode(protobuf, kind, m, new)?;
@@ -34,7 +39,7 @@ pub(super) fn write(
     {
         bytes = carried;
     }
-    keep_unchanged(kind, m, old_bytes, old, &bytes, new)
+    keep_unchanged(kind, m, old_bytes, old, &bytes, new, stored_only)
 }
 
 fn message<'s>(protobuf: &'s KubeProtobuf, kind: &str, field: MetaField) -> Result<&'s Message> {
@@ -63,7 +68,9 @@ fn encode(protobuf: &KubeProtobuf, kind: &str, m: &Message, meta: &ObjectMeta) -
 }
 
 /// `new_bytes` with each known field whose value is the same in `old` and `new`
-/// taken from `old_bytes` as stored (all its occurrences, at its first place).
+/// taken from `old_bytes` as stored (all its occurrences, at its first place), and
+/// the `stored_only` field's stored occurrences before the first field of a higher
+/// tag (or at the end).
 fn keep_unchanged(
     kind: &str,
     m: &Message,
@@ -71,6 +78,7 @@ fn keep_unchanged(
     old: &ObjectMeta,
     new_bytes: &[u8],
     new: &ObjectMeta,
+    stored_only: Option<u32>,
 ) -> Result<Vec<u8>> {
     let as_map = |meta: &ObjectMeta| match serde_json::to_value(meta) {
         Ok(Value::Object(map)) => Ok(map),
@@ -93,15 +101,32 @@ fn keep_unchanged(
     };
     let mut out = Vec::with_capacity(new_bytes.len());
     let mut copied: Vec<u32> = Vec::new();
+    // The stored-only field, once written; it is in neither decode, so `new_bytes`
+    // has none of it.
+    let mut pending = stored_only;
+    let write_stored = |out: &mut Vec<u8>, tag: u32| {
+        for stored in old_fields.iter().filter(|o| o.tag == tag) {
+            out.extend_from_slice(stored.raw);
+        }
+    };
     for field in &new_fields {
+        if let Some(tag) = pending.filter(|&tag| field.tag > tag) {
+            write_stored(&mut out, tag);
+            pending = None;
+        }
+        if Some(field.tag) == stored_only {
+            // Not expected (neither decode has it): the stored bytes stand.
+            continue;
+        }
         if !unchanged(field.tag) {
             out.extend_from_slice(field.raw);
         } else if !copied.contains(&field.tag) {
             copied.push(field.tag);
-            for stored in old_fields.iter().filter(|o| o.tag == field.tag) {
-                out.extend_from_slice(stored.raw);
-            }
+            write_stored(&mut out, field.tag);
         }
+    }
+    if let Some(tag) = pending {
+        write_stored(&mut out, tag);
     }
     Ok(out)
 }

@@ -13,6 +13,24 @@
 //! [`DynamicObject`], not a faster decode of the same thing: the first body access
 //! costs what a full decode costs.
 //!
+//! # Managed fields
+//!
+//! `metadata.managedFields` are most of a Pod's decoded metadata (a `serde_json` tree
+//! per entry's `fieldsV1`) and nothing in a store reads them, so a read leaves them as
+//! stored protobuf too: checked (walked as a decode would, nothing built, so a read
+//! refuses what a whole decode refuses) but not decoded. The store's own accessors
+//! ([`ApiObject::meta`]: name, namespace, uid, labels, annotations, resourceVersion)
+//! work on the metadata without them; [`LazyObject::metadata`] decodes them once into a
+//! complete copy it keeps; [`LazyObject::metadata_mut`] moves them into the metadata to
+//! change. A write copies undecoded or unchanged managed fields as stored, byte for
+//! byte, and re-encodes changed ones.
+//!
+//! # Reading one body field
+//!
+//! [`LazyObject::field_str`] reads a scalar at a JSON path (`spec.nodeName`, what a
+//! Pod's field selector needs) from the stored protobuf with the kind's schema, without
+//! decoding the body (src/lazy/field.rs).
+//!
 //! # Writing it back
 //!
 //! [`LazyCodec`] writes an object whose body was not changed ([`LazyObject::body_mut`]
@@ -30,7 +48,13 @@
 //! `DynamicObject` keeps every field, so nothing is lost.
 
 mod codec;
+mod field;
+#[cfg(test)]
+mod field_tests;
 mod layout;
+mod managed;
+#[cfg(test)]
+mod managed_tests;
 mod meta;
 #[cfg(test)]
 mod tests;
@@ -45,6 +69,7 @@ use serde_json::{Map, Value};
 
 pub use codec::LazyCodec;
 use layout::{Layout, MetaField};
+use managed::{decode_partial_metadata, managed_tag};
 
 use crate::{KubeProtobuf, ProtobufError, Result, de as pb_de, is_protobuf};
 
@@ -55,10 +80,12 @@ type Body = Map<String, Value>;
 /// An API object read from storage that decodes its body only on first use.
 ///
 /// Holds the `apiVersion`, `kind` and [`ObjectMeta`] (decoded at once: the store and
-/// selectors need them), and the stored protobuf bytes the body is decoded from when
-/// [`Self::body`] is first called (then cached); the first call costs about what a
-/// whole [`DynamicObject`] decode does. It is a second representation, not a faster
-/// decode of the same thing.
+/// selectors need them; `managedFields` left stored until [`Self::metadata`] or
+/// [`Self::metadata_mut`] asks for them), and the stored protobuf bytes the body is
+/// decoded from when [`Self::body`] is first called (then cached); the first call
+/// costs about what a whole [`DynamicObject`] decode does. It is a second
+/// representation, not a faster decode of the same thing. One body field can be read
+/// without decoding the body ([`Self::field_str`]).
 ///
 /// Written through [`LazyCodec`] with its body untouched, the object is its stored
 /// bytes with the metadata re-encoded and spliced in (the stored bytes themselves when
@@ -73,7 +100,18 @@ type Body = Map<String, Value>;
 pub struct LazyObject {
     api_version: String,
     kind: String,
+    /// The metadata the store reads and changes; without `managedFields` while
+    /// `managed_stored` (they are then only in `stored`).
     metadata: ObjectMeta,
+    /// Whether `metadata.managedFields` were left out of `metadata` at the read and
+    /// are still only in the stored bytes: nothing in a store reads them, and as
+    /// `serde_json` trees they were most of a read object's memory. Only ever set
+    /// with `stored`.
+    managed_stored: bool,
+    /// `metadata` with the managed fields decoded into it, built by the first
+    /// [`Self::metadata`] while `managed_stored`; emptied by any change to `metadata`.
+    /// Boxed: one word in every object that never needs it.
+    full_metadata: OnceLock<Box<ObjectMeta>>,
     /// The protobuf this object was read from; `None` for one built from a
     /// `DynamicObject` or read from JSON.
     stored: Option<Stored>,
@@ -111,12 +149,17 @@ impl LazyObject {
         }
         let (av, kind_name, m, raw) = protobuf.open(&stored)?;
         let (field, layout) = split(kind_name, m, raw)?;
-        let metadata = decode_metadata(protobuf, kind_name, field, &layout)?;
+        let (metadata, managed_stored) = match managed_tag(protobuf, field) {
+            Some(tag) => decode_partial_metadata(protobuf, kind_name, field, &layout, tag)?,
+            None => (decode_metadata(protobuf, kind_name, field, &layout)?, false),
+        };
         let (api_version, kind) = (av.to_owned(), kind_name.to_owned());
         Ok(Self {
             api_version,
             kind,
             metadata,
+            managed_stored,
+            full_metadata: OnceLock::new(),
             stored: Some(Stored {
                 bytes: stored,
                 protobuf,
@@ -136,13 +179,50 @@ impl LazyObject {
         &self.kind
     }
 
-    /// The object's metadata.
+    /// The object's metadata, complete: `managedFields` included.
+    ///
+    /// A read leaves `managedFields` as stored protobuf (checked, not decoded); the
+    /// first call decodes them into a copy of the metadata kept with the object, so it
+    /// costs about what the read saved. The store's own accessors
+    /// ([`ApiObject::meta`]: name, namespace, uid, labels, annotations,
+    /// resourceVersion) never need them.
+    ///
+    /// The read checked that the managed fields decode, so [`Self::try_metadata`]
+    /// does not fail on an object read through [`LazyCodec`]; if it ever did, this
+    /// returns the metadata without them (writes keep them as stored regardless).
     pub fn metadata(&self) -> &ObjectMeta {
-        &self.metadata
+        self.try_metadata().unwrap_or(&self.metadata)
     }
 
-    /// The object's metadata, to change: a write re-encodes only this.
+    /// [`Self::metadata`], with the error of decoding the managed fields, if any.
+    ///
+    /// # Errors
+    ///
+    /// `managedFields` the schema's deserializer refuses, named by kind and path (a
+    /// read through [`LazyCodec`] refuses such bytes already).
+    pub fn try_metadata(&self) -> Result<&ObjectMeta> {
+        if !self.managed_stored {
+            return Ok(&self.metadata);
+        }
+        if let Some(full) = self.full_metadata.get() {
+            return Ok(full);
+        }
+        let full = self.with_managed_fields()?;
+        // Another thread may have built it meanwhile: the same metadata, keep either.
+        Ok(self.full_metadata.get_or_init(|| Box::new(full)))
+    }
+
+    /// Whether `metadata.managedFields` are still only stored protobuf (not decoded):
+    /// until [`Self::metadata`] or [`Self::metadata_mut`] asks for them.
+    pub fn is_managed_fields_stored(&self) -> bool {
+        self.managed_stored && self.full_metadata.get().is_none()
+    }
+
+    /// The object's metadata, to change, `managedFields` included (decoded now if
+    /// they were not). A write re-encodes only the metadata fields that changed and
+    /// copies the others as stored.
     pub fn metadata_mut(&mut self) -> &mut ObjectMeta {
+        self.own_managed_fields();
         &mut self.metadata
     }
 
@@ -216,7 +296,7 @@ impl LazyObject {
         Ok(DynamicObject {
             api_version: self.api_version.clone(),
             kind: self.kind.clone(),
-            metadata: self.metadata.clone(),
+            metadata: self.try_metadata()?.clone(),
             data: self.body()?.clone(),
         })
     }
@@ -227,6 +307,10 @@ impl LazyObject {
     ///
     /// As [`Self::body`].
     pub fn into_dynamic(mut self) -> Result<DynamicObject> {
+        if self.managed_stored {
+            self.metadata = self.with_managed_fields()?;
+            self.managed_stored = false;
+        }
         let data = std::mem::take(self.body_mut()?);
         Ok(DynamicObject {
             api_version: self.api_version,
@@ -248,7 +332,17 @@ impl LazyObject {
             return Ok(None);
         }
         let (field, layout) = split(kind_name, m, raw)?;
-        let old = decode_metadata(protobuf, kind_name, field, &layout)?;
+        // Managed fields still stored are in neither decode, and are written as stored.
+        let stored_only = match (self.managed_stored, managed_tag(protobuf, field)) {
+            (false, _) => None,
+            (true, Some(tag)) => Some(tag),
+            // A schema without them cannot splice them: the whole encode decodes them.
+            (true, None) => return Ok(None),
+        };
+        let old = match stored_only {
+            Some(tag) => decode_partial_metadata(protobuf, kind_name, field, &layout, tag)?.0,
+            None => decode_metadata(protobuf, kind_name, field, &layout)?,
+        };
         if old == self.metadata {
             // Nothing to write but what is stored: byte for byte, no copy.
             return Ok(Some(stored.bytes.clone()));
@@ -260,6 +354,7 @@ impl LazyObject {
             &layout.meta_bytes(),
             &old,
             &self.metadata,
+            stored_only,
         )?;
         let raw = layout.splice(field.tag, &new);
         Ok(Some(Bytes::from(crate::envelope::write(
@@ -320,6 +415,8 @@ impl From<DynamicObject> for LazyObject {
             api_version: object.api_version,
             kind: object.kind,
             metadata: object.metadata,
+            managed_stored: false,
+            full_metadata: OnceLock::new(),
             stored: None,
             decoded: OnceLock::new(),
             owned: Some(object.data),
@@ -327,12 +424,17 @@ impl From<DynamicObject> for LazyObject {
     }
 }
 
+/// The store's accessors work on the metadata as read, without decoding the managed
+/// fields (none of name, namespace, uid, labels, annotations and resourceVersion needs
+/// them).
 impl ApiObject for LazyObject {
     fn meta(&self) -> &dyn MetaAccessor {
         &self.metadata
     }
 
     fn meta_mut(&mut self) -> &mut dyn MetaAccessor {
+        // The complete copy would no longer match.
+        self.full_metadata.take();
         &mut self.metadata
     }
 }
@@ -343,6 +445,7 @@ impl fmt::Debug for LazyObject {
             .field("api_version", &self.api_version)
             .field("kind", &self.kind)
             .field("metadata", &self.metadata)
+            .field("managed_fields_stored", &self.managed_stored)
             .field("stored_len", &self.stored.as_ref().map(|s| s.bytes.len()))
             .field("body_decoded", &self.is_body_decoded())
             .field("body_owned", &self.is_body_owned())

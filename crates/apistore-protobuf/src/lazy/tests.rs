@@ -14,21 +14,21 @@ use crate::envelope;
 use crate::wire::{Fields, WireVal, put_bytes, put_key, put_varint};
 use crate::{KubeProtobuf, MediaType, ProtobufError, StorageCodec};
 
-fn kp() -> &'static KubeProtobuf {
+pub(super) fn kp() -> &'static KubeProtobuf {
     KubeProtobuf::k8s_1_31()
 }
 
-fn codec() -> LazyCodec {
+pub(super) fn codec() -> LazyCodec {
     LazyCodec::for_kube(MediaType::Protobuf, apistore_storage::KubeVersion::V1_31)
 }
 
-fn dynamic_codec() -> StorageCodec<DynamicObject> {
+pub(super) fn dynamic_codec() -> StorageCodec<DynamicObject> {
     StorageCodec::for_kube(MediaType::Protobuf, apistore_storage::KubeVersion::V1_31)
 }
 
 /// Every (kind file, case name, stored bytes) of the 1.31 golden fixtures: the bytes
 /// kube-apiserver's own serializer wrote.
-fn golden() -> Vec<(String, String, Vec<u8>)> {
+pub(super) fn golden() -> Vec<(String, String, Vec<u8>)> {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/golden");
     let mut out = Vec::new();
     let mut files: Vec<_> = std::fs::read_dir(&dir)
@@ -60,7 +60,7 @@ fn golden() -> Vec<(String, String, Vec<u8>)> {
 }
 
 /// Go's bytes for the realistic Pod of the golden fixtures.
-fn realistic_pod() -> Vec<u8> {
+pub(super) fn realistic_pod() -> Vec<u8> {
     golden()
         .into_iter()
         .find(|(file, case, _)| file == "core_v1_Pod.json" && case == "realistic/pod")
@@ -68,7 +68,7 @@ fn realistic_pod() -> Vec<u8> {
         .unwrap()
 }
 
-fn lazy(stored: &[u8]) -> LazyObject {
+pub(super) fn lazy(stored: &[u8]) -> LazyObject {
     codec().decode(stored).unwrap()
 }
 
@@ -160,7 +160,7 @@ fn metadata_changes_land_and_the_body_bytes_stay_as_stored() {
 
 /// `stored` with `extra` appended to the message at `path` (tags from the object's
 /// top level; the first occurrence of each).
-fn with_field(stored: &[u8], path: &[u32], extra: &[u8]) -> Vec<u8> {
+pub(super) fn with_field(stored: &[u8], path: &[u32], extra: &[u8]) -> Vec<u8> {
     fn append(message: &[u8], path: &[u32], extra: &[u8]) -> Vec<u8> {
         let Some((&tag, rest)) = path.split_first() else {
             return [message, extra].concat();
@@ -193,7 +193,7 @@ fn with_field(stored: &[u8], path: &[u32], extra: &[u8]) -> Vec<u8> {
 }
 
 /// A string field `tag` no kube has.
-fn unknown_string(tag: u32, text: &str) -> Vec<u8> {
+pub(super) fn unknown_string(tag: u32, text: &str) -> Vec<u8> {
     let mut out = Vec::new();
     put_bytes(&mut out, tag, text.as_bytes());
     out
