@@ -34,6 +34,8 @@ type bench struct {
 	destroy factory.DestroyFunc
 	codec   kruntime.Codec
 	etcd    *clientv3.Client
+	// cache is kube's watch cache over store, between cacheStart and cacheStop.
+	cache *cacher
 }
 
 func newBench(endpoints []string, prefix string) (*bench, error) {
@@ -74,6 +76,7 @@ func newBench(endpoints []string, prefix string) (*bench, error) {
 }
 
 func (b *bench) close() {
+	b.stopCache()
 	b.destroy()
 	_ = b.etcd.Close()
 }
@@ -90,6 +93,16 @@ func (b *bench) handle(ctx context.Context, req request) response {
 		resp, err = b.list(ctx, req)
 	case "decode":
 		resp, err = b.decode(ctx, req)
+	case "cacheStart":
+		resp, err = b.startCache(ctx, req)
+	case "cacheStop":
+		b.stopCache()
+	case "cacheWatch":
+		resp, err = b.cacheWatch(ctx, req)
+	case "cacheWatchWait":
+		resp, err = b.cacheWatchWait(ctx, req)
+	case "writeThroughput":
+		resp, err = b.writeThroughput(ctx, req)
 	default:
 		err = fmt.Errorf("unknown op %q", req.Op)
 	}
@@ -191,6 +204,13 @@ func (b *bench) list(ctx context.Context, req request) (response, error) {
 	if req.Callers <= 0 || len(req.Keys) == 0 {
 		return response{}, fmt.Errorf("list needs callers and keys")
 	}
+	store := b.store
+	if req.Cache {
+		var err error
+		if store, err = b.cacheStore(); err != nil {
+			return response{}, err
+		}
+	}
 	one := func(caller, seq int) (uint64, uint64, error) {
 		field := fields.Everything()
 		if len(req.NodeNames) > 0 {
@@ -211,7 +231,7 @@ func (b *bench) list(ctx context.Context, req request) (response, error) {
 		var objects, calls uint64
 		for {
 			out := &v1.PodList{}
-			if err := b.store.GetList(ctx, key, opts, out); err != nil {
+			if err := store.GetList(ctx, key, opts, out); err != nil {
 				return objects, calls, err
 			}
 			calls++
