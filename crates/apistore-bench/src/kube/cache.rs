@@ -43,7 +43,7 @@ use crate::bench::Bench;
 use crate::cacher::{Events, WRITERS, median_rate, read_count};
 use crate::driver::{self, Plan};
 use crate::error::{BenchError, Result};
-use crate::gobench::GoArm;
+use crate::gobench::{GoAnswer, GoArm};
 use crate::object::ETCD_PREFIX;
 use crate::pod::pod_name;
 use crate::side_by_side::{Collector, Side, SideBySide, Spec, spec};
@@ -96,7 +96,7 @@ where
 
 /// A cache of Pods as `T`, configured as kube's registry configures the Pods' cacher
 /// (the namespace key function, an index on `spec.nodeName`).
-pub(super) fn pod_cache<T>(bench: &Bench, codec: impl Codec<T>) -> PodCache<T>
+fn pod_cache<T>(bench: &Bench, codec: impl Codec<T>) -> PodCache<T>
 where
     T: ApiObject + Clone + Default + Send + Sync + 'static,
 {
@@ -139,6 +139,7 @@ impl Bench {
         }
         self.put_batches(puts).await?;
         let result = self.kube_cache_rows(go, out).await;
+        // Cleanup, also after a failed row: that row's error is the one to report.
         let _ = Self::ask(go, &json!({"op": "cacheStop"}));
         self.clear_pods().await?;
         self.compact().await?;
@@ -190,17 +191,12 @@ impl Bench {
         ];
         let mut memory = Collector::new(&memory_spec);
         let mut lists = [Collector::new(&list_specs), Collector::new(&list_specs)];
-        let revision = self.current_revision().await?;
         let namespaces: Vec<String> = (0..SPREAD).map(|n| namespace_of(n * SPREAD)).collect();
         let run = self.settings.run;
         for _ in 0..self.settings.rounds {
             if self.runs(Side::Apistore) {
                 let window = Window::open();
-                let cache = pod_cache(self, codec());
-                cache.wait_until_ready().await?;
-                cache
-                    .wait_until_fresh(u64::try_from(revision).unwrap_or(0))
-                    .await?;
+                let (cache, _) = self.filled_pod_cache(codec()).await?;
                 let held = window.close().net;
                 let cached = cache.list(RESOURCE, &from_cache()).await?.items.len();
                 memory.push(Side::Apistore, vec![held as f64 / cached.max(1) as f64]);
@@ -231,10 +227,7 @@ impl Bench {
                 }
             }
             if self.runs(Side::Kube) {
-                let started = Self::ask(
-                    go,
-                    &json!({"op": "cacheStart", "resourceVersion": revision.to_string()}),
-                )?;
+                let (started, _) = self.filled_kube_cache(go).await?;
                 memory.push(Side::Kube, vec![started.bytes_per_object]);
                 let keys: Vec<String> = namespaces
                     .iter()
@@ -284,7 +277,6 @@ impl Bench {
         println!("  {name}");
         let mut collector =
             Collector::new(&[spec("events/s per watcher", Unit::PerSec, true, Some(1.0))]);
-        let revision = self.current_revision().await?;
         for _ in 0..self.settings.rounds {
             for side in [Side::Apistore, Side::Kube] {
                 if !self.runs(side) {
@@ -293,12 +285,9 @@ impl Bench {
                 let namespace = self.fresh_namespace("kube-watch");
                 let puts = Arc::new(self.watch_puts(&namespace)?);
                 let rate = if side == Side::Apistore {
-                    let cache = pod_cache(self, LazyCodec::new(MediaType::Protobuf));
-                    cache.wait_until_ready().await?;
-                    cache
-                        .wait_until_fresh(u64::try_from(revision).unwrap_or(0))
+                    let (cache, since) = self
+                        .filled_pod_cache(LazyCodec::new(MediaType::Protobuf))
                         .await?;
-                    let since = self.current_revision().await?;
                     let options =
                         ListOptions::prefix().at(since.to_string(), ResourceVersionMatch::Unset);
                     let key = format!("{RESOURCE}/{namespace}");
@@ -319,11 +308,7 @@ impl Bench {
                     }
                     median_rate(WATCH_WRITES, watchers, &finished)
                 } else {
-                    Self::ask(
-                        go,
-                        &json!({"op": "cacheStart", "resourceVersion": revision.to_string()}),
-                    )?;
-                    let since = self.current_revision().await?;
+                    let (_, since) = self.filled_kube_cache(go).await?;
                     Self::ask(
                         go,
                         &json!({
@@ -349,6 +334,35 @@ impl Bench {
         }
         out.rows.push(collector.row(name));
         Ok(())
+    }
+
+    /// apistore's cache of Pods as `T`, ready and holding etcd's current revision,
+    /// and that revision.
+    pub(super) async fn filled_pod_cache<T>(
+        &self,
+        codec: impl Codec<T>,
+    ) -> Result<(PodCache<T>, i64)>
+    where
+        T: ApiObject + Clone + Default + Send + Sync + 'static,
+    {
+        let revision = self.current_revision().await?;
+        let cache = pod_cache(self, codec);
+        cache.wait_until_ready().await?;
+        cache
+            .wait_until_fresh(u64::try_from(revision).unwrap_or(0))
+            .await?;
+        Ok((cache, revision))
+    }
+
+    /// kube's cache, started in the Go arm and holding etcd's current revision, and
+    /// that revision; the answer carries the heap it holds per cached Pod.
+    pub(super) async fn filled_kube_cache(&self, go: &mut GoArm) -> Result<(GoAnswer, i64)> {
+        let revision = self.current_revision().await?;
+        let answer = Self::ask(
+            go,
+            &json!({"op": "cacheStart", "resourceVersion": revision.to_string()}),
+        )?;
+        Ok((answer, revision))
     }
 
     /// The etcd keys and values of the Pods a watcher run creates in `namespace`,

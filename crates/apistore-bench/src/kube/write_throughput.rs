@@ -30,7 +30,7 @@ use futures::StreamExt as _;
 use serde_json::json;
 
 use super::RESOURCE;
-use super::cache::{PodCache, pod_cache};
+use super::cache::PodCache;
 use crate::bench::Bench;
 use crate::driver::{self, Plan};
 use crate::error::{BenchError, Result};
@@ -163,14 +163,11 @@ impl Bench {
             .iter()
             .map(|&(_, watchers)| Collector::new(&specs(watchers)))
             .collect();
-        let revision = self.current_revision().await?;
         let run = self.settings.run;
         for _ in 0..self.settings.rounds {
             if self.runs(Side::Apistore) {
-                let cache = pod_cache(self, LazyCodec::new(MediaType::Protobuf));
-                cache.wait_until_ready().await?;
-                cache
-                    .wait_until_fresh(u64::try_from(revision).unwrap_or(0))
+                let (cache, _) = self
+                    .filled_pod_cache(LazyCodec::new(MediaType::Protobuf))
                     .await?;
                 for (&(traffic, watchers), collector) in runs.iter().zip(&mut collectors) {
                     let measured = self.apistore_writes(&cache, traffic, watchers, run).await?;
@@ -178,10 +175,7 @@ impl Bench {
                 }
             }
             if self.runs(Side::Kube) {
-                Self::ask(
-                    go,
-                    &json!({"op": "cacheStart", "resourceVersion": revision.to_string()}),
-                )?;
+                self.filled_kube_cache(go).await?;
                 for (&(traffic, watchers), collector) in runs.iter().zip(&mut collectors) {
                     let answer = Self::ask(
                         go,
