@@ -34,8 +34,10 @@ type bench struct {
 	destroy factory.DestroyFunc
 	codec   kruntime.Codec
 	etcd    *clientv3.Client
-	// cache is kube's watch cache over store, between cacheStart and cacheStop.
-	cache *cacher
+	// cache is kube's watch cache over a store of its own, between cacheStart and
+	// cacheStop; config makes that store.
+	cache  *cacher
+	config *storagebackend.Config
 }
 
 func newBench(endpoints []string, prefix string) (*bench, error) {
@@ -61,18 +63,27 @@ func newBench(endpoints []string, prefix string) (*bench, error) {
 	config.Codec = codec
 	config.EncodeVersioner = encodeVersioner
 
-	newFunc := func() kruntime.Object { return &v1.Pod{} }
-	newListFunc := func() kruntime.Object { return &v1.PodList{} }
-	store, destroy, err := factory.Create(*config.ForResource(schema.GroupResource{Resource: "pods"}), newFunc, newListFunc, "/pods")
+	store, destroy, err := newPodStore(config)
 	if err != nil {
-		return nil, fmt.Errorf("storage: %w", err)
+		return nil, err
 	}
 	client, err := clientv3.New(clientv3.Config{Endpoints: endpoints, DialTimeout: 10 * time.Second})
 	if err != nil {
 		destroy()
 		return nil, fmt.Errorf("etcd client: %w", err)
 	}
-	return &bench{store: store, destroy: destroy, codec: codec, etcd: client}, nil
+	return &bench{store: store, destroy: destroy, codec: codec, etcd: client, config: config}, nil
+}
+
+// newPodStore is kube's etcd3 store of Pods as the registry creates it.
+func newPodStore(config *storagebackend.Config) (storage.Interface, factory.DestroyFunc, error) {
+	newFunc := func() kruntime.Object { return &v1.Pod{} }
+	newListFunc := func() kruntime.Object { return &v1.PodList{} }
+	store, destroy, err := factory.Create(*config.ForResource(schema.GroupResource{Resource: "pods"}), newFunc, newListFunc, "/pods")
+	if err != nil {
+		return nil, nil, fmt.Errorf("storage: %w", err)
+	}
+	return store, destroy, nil
 }
 
 func (b *bench) close() {

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	kruntime "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -31,6 +32,10 @@ const watchDeadline = 120 * time.Second
 // cacher is kube's watch cache for Pods over the bench's etcd3 store, composed as the
 // registry's StorageWithCacher composes it, and what the open watchers are doing.
 type cacher struct {
+	// store is the cacher's own etcd3 store: kube-apiserver builds one per cacher
+	// (a store's size estimation serves one cacher), as the registry does.
+	store     storage.Interface
+	destroy   func()
 	cacher    *cacherstorage.Cacher
 	delegator *cacherstorage.CacheDelegator
 	watchers  *watchRun
@@ -45,8 +50,12 @@ func (b *bench) startCache(ctx context.Context, req request) (response, error) {
 	var before, after runtime.MemStats
 	runtime.ReadMemStats(&before)
 	started := time.Now()
+	store, destroy, err := newPodStore(b.config)
+	if err != nil {
+		return response{}, err
+	}
 	c, err := cacherstorage.NewCacherFromConfig(cacherstorage.Config{
-		Storage:             b.store,
+		Storage:             store,
 		Versioner:           storage.APIObjectVersioner{},
 		GroupResource:       schema.GroupResource{Resource: "pods"},
 		EventsHistoryWindow: storagebackend.DefaultEventsHistoryWindow,
@@ -61,10 +70,18 @@ func (b *bench) startCache(ctx context.Context, req request) (response, error) {
 		Codec:        b.codec,
 	})
 	if err != nil {
+		destroy()
 		return response{}, fmt.Errorf("cacher: %w", err)
 	}
-	b.cache = &cacher{cacher: c, delegator: cacherstorage.NewCacheDelegator(c, b.store)}
-	// A list at the fill's revision returns once the cache holds it.
+	b.cache = &cacher{store: store, destroy: destroy, cacher: c, delegator: cacherstorage.NewCacheDelegator(c, store)}
+	// Until its first fill the cacher refuses lists (it does not block them), so wait
+	// for it; then a list at the fill's revision returns once the cache holds it.
+	for deadline := time.Now().Add(watchDeadline); !c.Ready(); {
+		if time.Now().After(deadline) {
+			return response{}, fmt.Errorf("the cacher was not ready in %v", watchDeadline)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
 	list := &v1.PodList{}
 	opts := storage.ListOptions{
 		Recursive:            true,
@@ -95,6 +112,7 @@ func (b *bench) stopCache() {
 	}
 	b.cache.delegator.Stop()
 	b.cache.cacher.Stop()
+	b.cache.destroy()
 	b.cache = nil
 }
 
@@ -272,8 +290,11 @@ func (b *bench) writeThroughput(ctx context.Context, req request) (response, err
 					if event.Type != watch.Added && event.Type != watch.Modified {
 						continue
 					}
-					if pod, ok := event.Object.(*v1.Pod); ok {
-						if stamp, err := strconv.ParseInt(pod.Annotations[latencyAnnotation], 10, 64); err == nil {
+					// The cacher hands one event to many watchers wrapped in a
+					// caching object, not as the *v1.Pod: read it as kube's tracker
+					// does, through the object's metadata.
+					if pod, err := meta.Accessor(event.Object); err == nil {
+						if stamp, err := strconv.ParseInt(pod.GetAnnotations()[latencyAnnotation], 10, 64); err == nil {
 							delay := time.Since(time.Unix(0, stamp)).Seconds()
 							latencyMu.Lock()
 							latencies = append(latencies, delay)
