@@ -469,3 +469,21 @@ pub(crate) async fn read_count<T: Send + 'static>(
         ))),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_median_rate_counts_watchers_that_did_not_finish_as_zero() {
+        let second = Duration::from_secs(1);
+        // Three of four finished: rates 100, 50, 25 and a 0.
+        let finished = [second, 2 * second, 4 * second];
+        assert_eq!(median_rate(100, 4, &finished), 37.5);
+        // All finished.
+        assert_eq!(median_rate(100, 3, &finished), 50.0);
+        // Most did not: the median is 0.
+        assert_eq!(median_rate(100, 7, &finished), 0.0);
+        assert_eq!(median_rate(100, 0, &[]), 0.0);
+    }
+}
