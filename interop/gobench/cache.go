@@ -20,6 +20,7 @@ import (
 	cacherstorage "k8s.io/apiserver/pkg/storage/cacher"
 	"k8s.io/apiserver/pkg/storage/storagebackend"
 	"k8s.io/client-go/tools/cache"
+	"k8s.io/klog/v2"
 )
 
 // latencyAnnotation carries a write's wall-clock time in Unix nanoseconds, so that a
@@ -147,6 +148,8 @@ type watchRun struct {
 	mu       sync.Mutex
 	finished []float64
 	watches  []watch.Interface
+	// received counts every watcher's Added events, finished or not.
+	received atomic.Uint64
 	cpu      float64
 }
 
@@ -189,7 +192,11 @@ func (b *bench) cacheWatch(ctx context.Context, req request) (response, error) {
 		go func(events <-chan watch.Event) {
 			defer run.wg.Done()
 			var seen uint64
+			defer func() { run.received.Add(seen) }()
 			for event := range events {
+				if event.Type == watch.Error {
+					klog.ErrorS(nil, "a cache watcher ended", "status", event.Object)
+				}
 				if event.Type == watch.Added {
 					seen++
 					if seen == req.Count {
@@ -209,7 +216,8 @@ func (b *bench) cacheWatch(ctx context.Context, req request) (response, error) {
 
 // cacheWatchWait waits until every watcher of the last cacheWatch has seen its count
 // (or the deadline passed), stops them, and answers with each finished watcher's time
-// from the start to its last event, sorted; Ops is how many finished.
+// from the start to its last event, sorted; Ops is how many finished, Objects how many
+// Added events all of them received (a terminated watcher's too).
 func (b *bench) cacheWatchWait(_ context.Context, _ request) (response, error) {
 	if b.cache == nil || b.cache.watchers == nil {
 		return response{}, fmt.Errorf("no watchers: send cacheWatch first")
@@ -227,7 +235,7 @@ func (b *bench) cacheWatchWait(_ context.Context, _ request) (response, error) {
 	run.mu.Lock()
 	defer run.mu.Unlock()
 	sort.Float64s(run.finished)
-	return response{Ops: uint64(len(run.finished)), Latencies: run.finished, CPUSeconds: cpu}, nil
+	return response{Ops: uint64(len(run.finished)), Latencies: run.finished, CPUSeconds: cpu, Objects: run.received.Load()}, nil
 }
 
 // writeThroughput is one run of kube's RunBenchmarkWriteThroughput over the cacher:

@@ -63,7 +63,8 @@ type response struct {
 	// CPUSeconds is this process's user and system CPU time during the run.
 	CPUSeconds float64 `json:"cpuSeconds"`
 	// Objects and Calls are the items returned and the GetList calls made (lists);
-	// for writeThroughput, the writes and the background watchers' events.
+	// for writeThroughput, the writes and the background watchers' events; Objects
+	// for cacheWatchWait, the Added events all watchers received.
 	Objects uint64 `json:"objects"`
 	Calls   uint64 `json:"calls"`
 	// DecodeSeconds and BytesPerObject are per decoded value (decode); for
