@@ -34,6 +34,10 @@ type bench struct {
 	destroy factory.DestroyFunc
 	codec   kruntime.Codec
 	etcd    *clientv3.Client
+	// cache is kube's watch cache over a store of its own, between cacheStart and
+	// cacheStop; config makes that store.
+	cache  *cacher
+	config *storagebackend.Config
 }
 
 func newBench(endpoints []string, prefix string) (*bench, error) {
@@ -59,21 +63,31 @@ func newBench(endpoints []string, prefix string) (*bench, error) {
 	config.Codec = codec
 	config.EncodeVersioner = encodeVersioner
 
-	newFunc := func() kruntime.Object { return &v1.Pod{} }
-	newListFunc := func() kruntime.Object { return &v1.PodList{} }
-	store, destroy, err := factory.Create(*config.ForResource(schema.GroupResource{Resource: "pods"}), newFunc, newListFunc, "/pods")
+	store, destroy, err := newPodStore(config)
 	if err != nil {
-		return nil, fmt.Errorf("storage: %w", err)
+		return nil, err
 	}
 	client, err := clientv3.New(clientv3.Config{Endpoints: endpoints, DialTimeout: 10 * time.Second})
 	if err != nil {
 		destroy()
 		return nil, fmt.Errorf("etcd client: %w", err)
 	}
-	return &bench{store: store, destroy: destroy, codec: codec, etcd: client}, nil
+	return &bench{store: store, destroy: destroy, codec: codec, etcd: client, config: config}, nil
+}
+
+// newPodStore is kube's etcd3 store of Pods as the registry creates it.
+func newPodStore(config *storagebackend.Config) (storage.Interface, factory.DestroyFunc, error) {
+	newFunc := func() kruntime.Object { return &v1.Pod{} }
+	newListFunc := func() kruntime.Object { return &v1.PodList{} }
+	store, destroy, err := factory.Create(*config.ForResource(schema.GroupResource{Resource: "pods"}), newFunc, newListFunc, "/pods")
+	if err != nil {
+		return nil, nil, fmt.Errorf("storage: %w", err)
+	}
+	return store, destroy, nil
 }
 
 func (b *bench) close() {
+	b.stopCache()
 	b.destroy()
 	_ = b.etcd.Close()
 }
@@ -90,6 +104,16 @@ func (b *bench) handle(ctx context.Context, req request) response {
 		resp, err = b.list(ctx, req)
 	case "decode":
 		resp, err = b.decode(ctx, req)
+	case "cacheStart":
+		resp, err = b.startCache(ctx, req)
+	case "cacheStop":
+		b.stopCache()
+	case "cacheWatch":
+		resp, err = b.cacheWatch(ctx, req)
+	case "cacheWatchWait":
+		resp, err = b.cacheWatchWait(ctx, req)
+	case "writeThroughput":
+		resp, err = b.writeThroughput(ctx, req)
 	default:
 		err = fmt.Errorf("unknown op %q", req.Op)
 	}
@@ -191,6 +215,13 @@ func (b *bench) list(ctx context.Context, req request) (response, error) {
 	if req.Callers <= 0 || len(req.Keys) == 0 {
 		return response{}, fmt.Errorf("list needs callers and keys")
 	}
+	store := b.store
+	if req.Cache {
+		var err error
+		if store, err = b.cacheStore(); err != nil {
+			return response{}, err
+		}
+	}
 	one := func(caller, seq int) (uint64, uint64, error) {
 		field := fields.Everything()
 		if len(req.NodeNames) > 0 {
@@ -211,7 +242,7 @@ func (b *bench) list(ctx context.Context, req request) (response, error) {
 		var objects, calls uint64
 		for {
 			out := &v1.PodList{}
-			if err := b.store.GetList(ctx, key, opts, out); err != nil {
+			if err := store.GetList(ctx, key, opts, out); err != nil {
 				return objects, calls, err
 			}
 			calls++

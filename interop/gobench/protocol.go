@@ -5,6 +5,12 @@ package main
 //	{"op":"crud","crud":"create|get|update","namespace":NS,"poolNamespace":PNS,"namePrefix":P,"pool":N,"callers":C,"seconds":S}
 //	{"op":"list","keys":["/pods"],"nodeNames":[...],"limit":L,"resourceVersion":RV,"resourceVersionMatch":M,"callers":C,"seconds":S}
 //	{"op":"decode","etcdPrefix":"/registry/pods/"}
+//	{"op":"cacheStart","resourceVersion":RV}   kube's cacher over the store, filled up to RV
+//	{"op":"list",...,"cache":true}             the list above, from the cacher
+//	{"op":"cacheWatch","keys":[KEY],"resourceVersion":RV,"watchers":N,"count":C}
+//	{"op":"cacheWatchWait"}                    after the harness wrote C Pods under KEY
+//	{"op":"writeThroughput","traffic":"patch|deleteCreate","watchers":W,"callers":C,"seconds":S}
+//	{"op":"cacheStop"}
 //	{"op":"quit"}
 //
 // Keys are storage keys as the registry passes them (`/pods/<namespace>/<name>`); the
@@ -30,6 +36,16 @@ type request struct {
 	NodeNames []string `json:"nodeNames"`
 
 	EtcdPrefix string `json:"etcdPrefix"`
+
+	// Cache sends a list to the cacher rather than the etcd3 store.
+	Cache bool `json:"cache"`
+	// Watchers and Count: how many watchers cacheWatch opens and how many Added
+	// events each waits for; writeThroughput's background watchers (besides the one
+	// measuring latency).
+	Watchers int    `json:"watchers"`
+	Count    uint64 `json:"count"`
+	// Traffic is writeThroughput's kind of write: kube's Patch or DeleteCreate.
+	Traffic string `json:"traffic"`
 }
 
 // response is one line back: what one timed run measured.
@@ -40,14 +56,19 @@ type response struct {
 	Ops uint64 `json:"ops"`
 	// Seconds from the first call's start to the last call's end.
 	Seconds float64 `json:"seconds"`
-	// Latencies is every call's latency in seconds, sorted.
+	// Latencies is every call's latency in seconds, sorted; for cacheWatchWait, each
+	// finished watcher's time to its last event; for writeThroughput, each write's
+	// time to reach the latency watcher.
 	Latencies []float64 `json:"latencies,omitempty"`
 	// CPUSeconds is this process's user and system CPU time during the run.
 	CPUSeconds float64 `json:"cpuSeconds"`
-	// Objects and Calls are the items returned and the GetList calls made (lists).
+	// Objects and Calls are the items returned and the GetList calls made (lists);
+	// for writeThroughput, the writes and the background watchers' events; Objects
+	// for cacheWatchWait, the Added events all watchers received.
 	Objects uint64 `json:"objects"`
 	Calls   uint64 `json:"calls"`
-	// DecodeSeconds and BytesPerObject are per decoded value (decode).
+	// DecodeSeconds and BytesPerObject are per decoded value (decode); for
+	// cacheStart, BytesPerObject is the heap the cache holds per cached Pod.
 	DecodeSeconds  float64 `json:"decodeSeconds"`
 	BytesPerObject float64 `json:"bytesPerObject"`
 }

@@ -239,7 +239,8 @@ impl Bench {
         } else {
             (1_000, 2_000)
         };
-        let workload = format!("{WATCHERS}: {watchers} watchers, 16 writers, {writes} writes");
+        let workload =
+            format!("{WATCHERS}: {watchers} watchers, {WRITERS} writers, {writes} writes");
         println!("  {workload}: per-watcher events/s against one raw watch");
         let mut rates: [Vec<f64>; 2] = [Vec::new(), Vec::new()];
         for _ in 0..self.settings.rounds {
@@ -272,7 +273,7 @@ impl Bench {
     }
 
     /// Opens `watchers` watches of a fresh namespace (through the cache, or one raw
-    /// watch), has 16 raw writers create `writes` objects there, and waits until every
+    /// watch), has [`WRITERS`] raw writers create `writes` objects there, and waits until every
     /// watcher has seen all of them. Returns the median per-watcher events per second
     /// (writes over the time from the first write to that watcher's last event).
     async fn watchers_run(
@@ -312,20 +313,41 @@ impl Bench {
             .into_iter()
             .map(|events| tokio::spawn(read_count(events, writes, base)))
             .collect();
-        let writers = 16u64;
         let template = Self::template(&namespace);
+        let put_namespace = namespace.clone();
+        self.raw_writes(writes, move |index| {
+            let name = object_name('v', 0, index);
+            let value = serde_json::to_vec(&template.named(name.clone()))?;
+            Ok((etcd_key(&put_namespace, &name), value))
+        })
+        .await?;
+        let mut finished = Vec::with_capacity(readers.len());
+        for reader in readers {
+            finished.extend(reader.await??);
+        }
+        self.clear(&namespace).await?;
+        Ok(median_rate(writes, watchers, &finished))
+    }
+
+    /// Has [`WRITERS`] raw writers put `writes` values, the `index`th as `put_of(index)`
+    /// names it (an etcd key and its value), each writer every [`WRITERS`]th index.
+    /// Raw puts, so that the writes cost neither side of a comparison of watchers.
+    pub(crate) async fn raw_writes(
+        &self,
+        writes: u64,
+        put_of: impl Fn(u64) -> Result<(String, Vec<u8>)> + Send + Sync + 'static,
+    ) -> Result<()> {
+        let put_of = Arc::new(put_of);
         let mut tasks = Vec::new();
-        for writer in 0..writers {
+        for writer in 0..WRITERS {
             let mut kv = self.raw.kv();
-            let template = Arc::clone(&template);
-            let namespace = namespace.clone();
+            let put_of = Arc::clone(&put_of);
             tasks.push(tokio::spawn(async move {
                 let mut index = writer;
                 while index < writes {
-                    let name = object_name('v', 0, index);
-                    let value = serde_json::to_vec(&template.named(name.clone()))?;
-                    kv.put(etcd_key(&namespace, &name), value, None).await?;
-                    index += writers;
+                    let (key, value) = put_of(index)?;
+                    kv.put(key, value, None).await?;
+                    index += WRITERS;
                 }
                 Ok::<_, BenchError>(())
             }));
@@ -333,19 +355,24 @@ impl Bench {
         for task in tasks {
             task.await??;
         }
-        let mut per_watcher = Vec::with_capacity(readers.len());
-        for reader in readers {
-            // A terminated watcher got less than every event: it counts as 0 events/s
-            // (kube's clients would re-watch; here it simply did not keep up).
-            let rate = match reader.await?? {
-                Some(elapsed) => writes as f64 / elapsed.as_secs_f64().max(1e-9),
-                None => 0.0,
-            };
-            per_watcher.push(rate);
-        }
-        self.clear(&namespace).await?;
-        Ok(crate::stats::median(&per_watcher))
+        Ok(())
     }
+}
+
+/// Writers of the watcher workloads.
+pub(crate) const WRITERS: u64 = 16;
+
+/// The median over `watchers` watchers of the events per second each received:
+/// `events` over its time from the first write to its last event, for each that
+/// `finished`; a watcher that did not (terminated for not keeping up: kube's clients
+/// would re-watch, here it simply did not keep up) counts as 0 events/s.
+pub(crate) fn median_rate(events: u64, watchers: usize, finished: &[Duration]) -> f64 {
+    let mut rates: Vec<f64> = finished
+        .iter()
+        .map(|elapsed| events as f64 / elapsed.as_secs_f64().max(1e-9))
+        .collect();
+    rates.resize(watchers.max(finished.len()), 0.0);
+    crate::stats::median(&rates)
 }
 
 fn list_op(
@@ -388,14 +415,18 @@ fn list_op(
 }
 
 /// A watch being read: the cache's or etcd-client's.
-enum Events {
-    Cache(WatchStream<Shared>),
+pub(crate) enum Events<T> {
+    Cache(WatchStream<T>),
     Raw(Box<etcd_client::WatchStream>),
 }
 
 /// Reads until `count` objects were added; returns when the last one arrived, or `None`
 /// when the cache terminated the watcher first.
-async fn read_count(mut events: Events, count: u64, base: Instant) -> Result<Option<Duration>> {
+pub(crate) async fn read_count<T: Send + 'static>(
+    mut events: Events<T>,
+    count: u64,
+    base: Instant,
+) -> Result<Option<Duration>> {
     let mut seen = 0u64;
     // One deadline for the whole read: a timer per event would cost the cache's arm a
     // timer registration per event and watcher, the raw arm one per batch of events.
@@ -436,5 +467,23 @@ async fn read_count(mut events: Events, count: u64, base: Instant) -> Result<Opt
         Err(_) => Err(BenchError::Invalid(format!(
             "a watcher saw fewer than {count} events in {DEADLINE:?}"
         ))),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_median_rate_counts_watchers_that_did_not_finish_as_zero() {
+        let second = Duration::from_secs(1);
+        // Three of four finished: rates 100, 50, 25 and a 0.
+        let finished = [second, 2 * second, 4 * second];
+        assert_eq!(median_rate(100, 4, &finished), 37.5);
+        // All finished.
+        assert_eq!(median_rate(100, 3, &finished), 50.0);
+        // Most did not: the median is 0.
+        assert_eq!(median_rate(100, 7, &finished), 0.0);
+        assert_eq!(median_rate(100, 0, &[]), 0.0);
     }
 }

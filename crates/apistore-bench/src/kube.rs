@@ -16,8 +16,10 @@
 //!   (resourceVersion "" / NotOlderThan / Exact × cluster, cluster in pages of 1,000,
 //!   one node by field selector `spec.nodeName`, one namespace), 4 callers, reporting
 //!   list-objs/s and list-calls/s; Pods spread over 100 namespaces and 100 nodes; each
-//!   also `, LazyObject`, through a store of `LazyPod`s (src/kube_store_list.rs);
-//! - `kube create|get|guaranteed update, 1|16 caller(s)`: on a pool of 1,024 Pods.
+//!   also `, LazyObject`, through a store of `LazyPod`s (src/kube/store_list.rs);
+//! - `kube create|get|guaranteed update, 1|16 caller(s)`: on a pool of 1,024 Pods;
+//! - `kube cache ...` and `kube write throughput ...`: against kube's cacher
+//!   (src/kube/cache.rs, src/kube/write_throughput.rs).
 //!
 //! The raw etcd-client arm does the same etcd requests with no codec at all (the floor
 //! under both stores); it has no store-list or decode rows.
@@ -42,12 +44,16 @@ use crate::driver::{self, OpFn, Plan, Sample};
 use crate::error::{BenchError, Result};
 use crate::gobench::{GoAnswer, GoArm};
 use crate::kube_pod::KubePod;
-use crate::kube_store_list::ListShape;
+use store_list::ListShape;
 use crate::object::ETCD_PREFIX;
 use crate::pod::{POD_NAME_PREFIX, pod, pod_name};
 use crate::raw::prefix_range_end;
 use crate::side_by_side::{Collector, Row, Side, SideBySide, spec};
 use crate::stats::{Unit, median};
+
+mod cache;
+mod store_list;
+mod write_throughput;
 
 /// Every workload name of the section starts with this.
 pub(crate) const PREFIX: &str = "kube ";
@@ -157,6 +163,8 @@ impl Bench {
             self.compact().await?;
             result?;
         }
+
+        self.kube_cache(go, &mut out).await?;
 
         let crud: Vec<(Crud, usize)> = [Crud::Create, Crud::Get, Crud::Update]
             .into_iter()

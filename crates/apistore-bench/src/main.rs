@@ -35,7 +35,8 @@
 //!   `kms`, `kms get`, `cacher`, `cacher list`, `cacher watchers`, `cacher snapshot`,
 //!   `telemetry`, `telemetry untraced create`, `telemetry traced guaranteed update`,
 //!   `kube`, `kube decode`, `kube list`, `kube store-list`, `kube store-list RV=Exact`,
-//!   `kube get`..., `offline`, `range stream`), for profiling;
+//!   `kube get`..., `kube cache`, `kube cache list`, `kube cache watchers`,
+//!   `kube write throughput`, `offline`, `range stream`), for profiling;
 //! - `--arm apistore|raw|kube`: run only arm A, only arm B, or only the kube section's
 //!   Go side, for profiling (no report);
 //! - `--report PATH`: write the report to PATH; `--no-report`: write no file.
@@ -52,7 +53,6 @@ mod kine;
 mod kms;
 mod kube;
 mod kube_pod;
-mod kube_store_list;
 mod lazy_pod;
 mod list;
 mod machine;

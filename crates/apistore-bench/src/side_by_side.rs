@@ -152,8 +152,14 @@ impl SideBySide {
                         format_value(metric.unit, median(values), false)
                     }
                 };
+                // Every round's kube figure 0 (kube's cacher ended all its watchers,
+                // say): no round gives a ratio. A rate apistore kept above 0 then meets
+                // a rate goal; anything else has no verdict.
+                let kube_zero = !metric.b.is_empty() && metric.b.iter().all(|&b| b == 0.0);
                 let ratio = if metric.a.is_empty() || metric.b.is_empty() {
                     "—".to_owned()
+                } else if kube_zero {
+                    "— (kube 0 in every round)".to_owned()
                 } else {
                     let (lo, hi) = metric.ratio_range();
                     format!("{:.2} ({lo:.2}–{hi:.2})", metric.ratio())
@@ -169,6 +175,13 @@ impl SideBySide {
                                 "≤"
                             }
                         )
+                    }
+                    Some(goal) if kube_zero => {
+                        if figure.higher_is_better && median(&metric.a) > 0.0 {
+                            format!("≥ {goal}: PASS")
+                        } else {
+                            "no ratio".to_owned()
+                        }
                     }
                     Some(goal) => {
                         let ratio = metric.ratio();
@@ -227,6 +240,31 @@ mod tests {
         assert!(table.contains("| kube list whole | time/list | 500.00 ms | 1.00 s | 100.00 ms | 0.50 (0.50–0.50) | ≤ 0.9: PASS |"), "{table}");
         assert!(
             table.contains("| list-objs/s | 2,000 | 1,000 | — | 2.00 (2.00–2.00) | ≥ 1: PASS |"),
+            "{table}"
+        );
+    }
+
+    #[test]
+    fn a_kube_figure_of_0_in_every_round_gives_no_ratio() {
+        let mut collector = Collector::new(&[
+            spec("events/s per watcher", Unit::PerSec, true, Some(1.0)),
+            spec("time/list", Unit::Seconds, false, Some(1.0)),
+        ]);
+        for _ in 0..3 {
+            collector.push(Side::Apistore, vec![1800.0, 0.5]);
+            collector.push(Side::Kube, vec![0.0, 0.0]);
+        }
+        let table = SideBySide {
+            rows: vec![collector.row("kube cache watchers".to_owned())],
+            notes: vec![],
+        }
+        .markdown();
+        assert!(
+            table.contains("| 1,800 | 0.0 | — | — (kube 0 in every round) | ≥ 1: PASS |"),
+            "{table}"
+        );
+        assert!(
+            table.contains("| — (kube 0 in every round) | no ratio |"),
             "{table}"
         );
     }

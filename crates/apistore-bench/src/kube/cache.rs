@@ -1,0 +1,429 @@
+//! The kube section's watch-cache rows: apistore's `Cacher` against k8s.io/apiserver
+//! v0.37.2's cacher (`pkg/storage/cacher`, composed as the registry's
+//! `StorageWithCacher` composes it for Pods: the Pod key function, `spec.nodeName` as
+//! trigger and index, `APIObjectVersioner`, the storage codec; see
+//! interop/gobench/cache.go), each over its own side's etcd3 store, on the same 10,000
+//! Pods in the same etcd, side after side, round after round:
+//!
+//! - `kube cache memory/Pod, <representation>`: bytes a filled cache holds per cached
+//!   Pod (apistore: the counting allocator, from before the cache is built to when it
+//!   holds the fill's revision; kube: heap in use after a GC, before and after);
+//! - `kube cache list RV=0 whole|namespace, <representation>`: one caller listing every
+//!   Pod, or one namespace's 100 (rotating over the 100), with resourceVersion "0"
+//!   (NotOlderThan), served from the cache;
+//! - `kube cache watchers`: [`watchers`] watchers of one namespace on each side's
+//!   cache while [`WRITERS`] raw etcd-client writers (the bench's, for both sides, so
+//!   that the writes cost neither) create Pods in it; the median over watchers of the
+//!   events per second each received;
+//! - `kube write throughput ...` (src/kube/write_throughput.rs): kube's
+//!   `RunBenchmarkWriteThroughput` over each side's cache.
+//!
+//! apistore's cache holds `Shared` objects (one decoded object handed to every list
+//! and watcher, as kube's cacher hands out pointers) in two representations:
+//! `LazyObject` (metadata decoded, body kept as stored) and `DynamicObject` (the
+//! `KubePod` of the rest of the section). The watcher and write rows use `LazyObject`.
+
+use std::hint::black_box;
+use std::sync::Arc;
+use std::time::Instant;
+
+use apistore_cacher::{Cacher, CacherConfig};
+use apistore_etcd3::{Etcd3Store, StoreConfig};
+use apistore_protobuf::{KubeProtobuf, LazyCodec, MediaType, StorageCodec};
+use apistore_storage::{
+    ApiObject, Codec, CodecError, ListOptions, ResourceVersionMatch, Shared, Storage,
+};
+use apistore_value::IdentityTransformer;
+use bytes::Bytes;
+use serde_json::json;
+
+use super::{KubePod, RESOURCE, SPREAD, encoded_pod, group_selected, namespace_of, node_of};
+use crate::alloc::Window;
+use crate::bench::Bench;
+use crate::cacher::{Events, WRITERS, median_rate, read_count};
+use crate::driver::{self, Plan};
+use crate::error::{BenchError, Result};
+use crate::gobench::{GoAnswer, GoArm};
+use crate::object::ETCD_PREFIX;
+use crate::pod::pod_name;
+use crate::side_by_side::{Collector, Side, SideBySide, Spec, spec};
+use crate::stats::Unit;
+
+/// Every workload name of these rows starts with this (`--only "kube cache"`).
+pub(super) const CACHE: &str = "kube cache";
+/// The watcher row's name.
+const WATCHERS: &str = "kube cache watchers";
+/// Pods each watcher run writes.
+const WATCH_WRITES: u64 = 2_000;
+
+/// apistore's cache of Pods held as `T`.
+pub(super) type PodCache<T> = Cacher<Etcd3Store<Shared<T>>>;
+
+/// Watchers per run: kube's issue asks for 1,000; a quick run opens 100 (as the
+/// `cacher watchers` workload does).
+fn watchers(quick: bool) -> usize {
+    if quick { 100 } else { 1_000 }
+}
+
+/// A codec of `T` as a codec of `Shared<T>`: the bytes are the object's own.
+struct SharedCodec<C>(C);
+
+impl<T, C> Codec<Shared<T>> for SharedCodec<C>
+where
+    T: Clone + Send + Sync + 'static,
+    C: Codec<T>,
+{
+    fn encode(&self, object: &Shared<T>) -> Result<Bytes, CodecError> {
+        self.0.encode(object)
+    }
+
+    fn decode(&self, data: &[u8]) -> Result<Shared<T>, CodecError> {
+        self.0.decode(data).map(Shared::new)
+    }
+
+    fn round_trips(&self) -> bool {
+        self.0.round_trips()
+    }
+
+    fn encode_replacing(&self, object: &Shared<T>, previous: &[u8]) -> Result<Bytes, CodecError> {
+        self.0.encode_replacing(object, previous)
+    }
+
+    fn carries_previous(&self) -> bool {
+        self.0.carries_previous()
+    }
+}
+
+/// A cache of Pods as `T`, configured as kube's registry configures the Pods' cacher
+/// (the namespace key function, an index on `spec.nodeName`).
+fn pod_cache<T>(bench: &Bench, codec: impl Codec<T>) -> PodCache<T>
+where
+    T: ApiObject + Clone + Default + Send + Sync + 'static,
+{
+    let store = Etcd3Store::with_parts(
+        bench.client.clone(),
+        StoreConfig::for_resource(RESOURCE),
+        Arc::new(SharedCodec(codec)),
+        Arc::new(IdentityTransformer),
+    );
+    Cacher::new(
+        store,
+        CacherConfig::new(format!("/{RESOURCE}"), RESOURCE).with_field_index("spec.nodeName"),
+    )
+}
+
+/// Everything at resourceVersion "0": what a cache serves from memory.
+fn from_cache() -> ListOptions {
+    ListOptions::prefix().at("0", ResourceVersionMatch::NotOlderThan)
+}
+
+/// Whether any row of this file or of write_throughput.rs is selected.
+pub(super) fn selected(settings: &crate::settings::Settings) -> bool {
+    group_selected(settings, CACHE) || group_selected(settings, super::write_throughput::NAME)
+}
+
+impl Bench {
+    /// The cache rows, on 10,000 Pods stored as the rest of the section stores them.
+    pub(super) async fn kube_cache(&self, go: &mut GoArm, out: &mut SideBySide) -> Result<()> {
+        if !selected(&self.settings) {
+            return Ok(());
+        }
+        let objects = self.settings.list_objects;
+        let mut puts = Vec::with_capacity(objects as usize);
+        for k in 0..objects {
+            let namespace = namespace_of(k);
+            puts.push((
+                format!("{ETCD_PREFIX}{RESOURCE}/{namespace}/{}", pod_name(k)),
+                encoded_pod(KubeProtobuf::k8s_1_31(), k, &namespace, &node_of(k))?,
+            ));
+        }
+        self.put_batches(puts).await?;
+        let result = self.kube_cache_rows(go, out).await;
+        // Cleanup, also after a failed row: that row's error is the one to report.
+        let _ = Self::ask(go, &json!({"op": "cacheStop"}));
+        self.clear_pods().await?;
+        self.compact().await?;
+        result
+    }
+
+    async fn kube_cache_rows(&self, go: &mut GoArm, out: &mut SideBySide) -> Result<()> {
+        let lazy = || LazyCodec::new(MediaType::Protobuf);
+        let dynamic = || StorageCodec::<KubePod>::new(MediaType::Protobuf);
+        self.cache_lists(go, out, "LazyObject", lazy).await?;
+        self.cache_lists(go, out, "DynamicObject", dynamic).await?;
+        if self.settings.selected(WATCHERS) {
+            self.cache_watchers(go, out).await?;
+        }
+        if group_selected(&self.settings, super::write_throughput::NAME) {
+            self.write_throughput(go, out).await?;
+        }
+        Ok(())
+    }
+
+    /// The memory and list rows of one representation: per round and side, a cache
+    /// built and filled (its memory counted), then timed lists from it.
+    async fn cache_lists<T, C>(
+        &self,
+        go: &mut GoArm,
+        out: &mut SideBySide,
+        representation: &str,
+        codec: impl Fn() -> C,
+    ) -> Result<()>
+    where
+        T: ApiObject + Clone + Default + Send + Sync + 'static,
+        C: Codec<T>,
+    {
+        let memory_name = format!("{CACHE} memory/Pod, {representation}");
+        let list_names = [
+            format!("{CACHE} list RV=0 whole, {representation}"),
+            format!("{CACHE} list RV=0 namespace, {representation}"),
+        ];
+        let memory_selected = self.settings.selected(&memory_name);
+        let lists_selected = list_names.clone().map(|name| self.settings.selected(&name));
+        if !memory_selected && !lists_selected.contains(&true) {
+            return Ok(());
+        }
+        println!("  {CACHE} memory and lists, {representation}");
+        let memory_spec = [spec("memory/cached Pod", Unit::Bytes, false, Some(1.0))];
+        let list_specs: [Spec; 2] = [
+            spec("time/list", Unit::Seconds, false, Some(1.0)),
+            spec("client CPU/list", Unit::CpuSeconds, false, None),
+        ];
+        let mut memory = Collector::new(&memory_spec);
+        let mut lists = [Collector::new(&list_specs), Collector::new(&list_specs)];
+        let namespaces: Vec<String> = (0..SPREAD).map(|n| namespace_of(n * SPREAD)).collect();
+        let run = self.settings.run;
+        for _ in 0..self.settings.rounds {
+            if self.runs(Side::Apistore) {
+                let window = Window::open();
+                let (cache, _) = self.filled_pod_cache(codec()).await?;
+                let held = window.close().net;
+                let cached = cache.list(RESOURCE, &from_cache()).await?.items.len();
+                memory.push(Side::Apistore, vec![held as f64 / cached.max(1) as f64]);
+                for (whole, collector) in [true, false].into_iter().zip(&mut lists) {
+                    let (cache, namespaces) = (cache.clone(), Arc::new(namespaces.clone()));
+                    let op = driver::op(move |caller, seq| {
+                        let (cache, namespaces) = (cache.clone(), Arc::clone(&namespaces));
+                        async move {
+                            let key = if whole {
+                                RESOURCE.to_owned()
+                            } else {
+                                let n = super::pick(caller, seq, namespaces.len() as u64);
+                                format!("{RESOURCE}/{}", namespaces[n as usize])
+                            };
+                            let list = cache.list(&key, &from_cache()).await?;
+                            if list.items.is_empty() {
+                                return Err(BenchError::Invalid(format!("{key}: empty list")));
+                            }
+                            black_box(list);
+                            Ok(())
+                        }
+                    });
+                    let sample = driver::drive(&self.cpu, 1, Plan::For(run), &op, None).await?;
+                    collector.push(
+                        Side::Apistore,
+                        vec![sample.latency(0.5), sample.client_cpu_per_op()],
+                    );
+                }
+            }
+            if self.runs(Side::Kube) {
+                let (started, _) = self.filled_kube_cache(go).await?;
+                memory.push(Side::Kube, vec![started.bytes_per_object]);
+                let keys: Vec<String> = namespaces
+                    .iter()
+                    .map(|ns| format!("/{RESOURCE}/{ns}"))
+                    .collect();
+                for (whole, collector) in [true, false].into_iter().zip(&mut lists) {
+                    let answer = Self::ask(
+                        go,
+                        &json!({
+                            "op": "list", "cache": true,
+                            "keys": if whole { vec![format!("/{RESOURCE}")] } else { keys.clone() },
+                            "resourceVersion": "0", "resourceVersionMatch": "NotOlderThan",
+                            "callers": 1, "seconds": run.as_secs_f64(),
+                        }),
+                    )?;
+                    if answer.objects == 0 {
+                        return Err(BenchError::Invalid("the kube cache listed nothing".into()));
+                    }
+                    collector.push(
+                        Side::Kube,
+                        vec![
+                            answer.latency(0.5),
+                            answer.cpu_seconds / answer.ops.max(1) as f64,
+                        ],
+                    );
+                }
+                Self::ask(go, &json!({"op": "cacheStop"}))?;
+            }
+        }
+        if memory_selected {
+            out.rows.push(memory.row(memory_name));
+        }
+        for ((collector, name), selected) in lists.into_iter().zip(list_names).zip(lists_selected) {
+            if selected {
+                out.rows.push(collector.row(name));
+            }
+        }
+        Ok(())
+    }
+
+    /// The watcher row: per round and side, a filled cache, its watchers of a fresh
+    /// namespace, and the bench's raw writers creating [`WATCH_WRITES`] Pods there.
+    async fn cache_watchers(&self, go: &mut GoArm, out: &mut SideBySide) -> Result<()> {
+        let watchers = watchers(self.settings.quick);
+        let name =
+            format!("{WATCHERS}: {watchers} watchers, {WRITERS} writers, {WATCH_WRITES} Pods");
+        println!("  {name}");
+        let mut collector =
+            Collector::new(&[spec("events/s per watcher", Unit::PerSec, true, Some(1.0))]);
+        let mut completed: [Vec<usize>; 2] = [Vec::new(), Vec::new()];
+        // What kube's watchers received on average, terminated ones included.
+        let mut kube_received = Vec::new();
+        for _ in 0..self.settings.rounds {
+            for side in [Side::Apistore, Side::Kube] {
+                if !self.runs(side) {
+                    continue;
+                }
+                let namespace = self.fresh_namespace("kube-watch");
+                let puts = Arc::new(self.watch_puts(&namespace)?);
+                let finished = if side == Side::Apistore {
+                    let (cache, since) = self
+                        .filled_pod_cache(LazyCodec::new(MediaType::Protobuf))
+                        .await?;
+                    let options =
+                        ListOptions::prefix().at(since.to_string(), ResourceVersionMatch::Unset);
+                    let key = format!("{RESOURCE}/{namespace}");
+                    let mut streams = Vec::with_capacity(watchers);
+                    for _ in 0..watchers {
+                        streams.push(Events::Cache(cache.watch(&key, &options).await?));
+                    }
+                    let base = Instant::now();
+                    let readers: Vec<_> = streams
+                        .into_iter()
+                        .map(|events| tokio::spawn(read_count(events, WATCH_WRITES, base)))
+                        .collect();
+                    self.raw_writes(WATCH_WRITES, move |i| Ok(puts[i as usize].clone()))
+                        .await?;
+                    let mut finished = Vec::with_capacity(watchers);
+                    for reader in readers {
+                        finished.extend(reader.await??);
+                    }
+                    finished
+                } else {
+                    let (_, since) = self.filled_kube_cache(go).await?;
+                    Self::ask(
+                        go,
+                        &json!({
+                            "op": "cacheWatch", "keys": [format!("/{RESOURCE}/{namespace}")],
+                            "resourceVersion": since.to_string(), "watchers": watchers,
+                            "count": WATCH_WRITES,
+                        }),
+                    )?;
+                    self.raw_writes(WATCH_WRITES, move |i| Ok(puts[i as usize].clone()))
+                        .await?;
+                    let answer = Self::ask(go, &json!({"op": "cacheWatchWait"}))?;
+                    Self::ask(go, &json!({"op": "cacheStop"}))?;
+                    kube_received.push(answer.objects / watchers.max(1) as u64);
+                    let finished: Vec<_> = answer
+                        .latencies
+                        .iter()
+                        .map(|&s| std::time::Duration::from_secs_f64(s.max(0.0)))
+                        .collect();
+                    finished
+                };
+                completed[usize::from(side == Side::Kube)].push(finished.len());
+                collector.push(side, vec![median_rate(WATCH_WRITES, watchers, &finished)]);
+                self.clear_namespace(&namespace).await?;
+            }
+        }
+        out.rows.push(collector.row(name));
+        // A watcher the cache terminated counts as 0 events/s: say how many finished.
+        let [apistore, kube] = completed.map(|counts| format!("{counts:?}"));
+        out.notes.push(format!(
+            "{WATCHERS}: watchers that received all {WATCH_WRITES} events, of {watchers}, per \
+             round: apistore {apistore}, kube {kube} (the others were terminated by their \
+             cache for not keeping up, and count as 0 events/s); kube's watchers received \
+             {kube_received:?} events each on average, per round, terminated ones included"
+        ));
+        Ok(())
+    }
+
+    /// apistore's cache of Pods as `T`, ready and holding etcd's current revision,
+    /// and that revision.
+    pub(super) async fn filled_pod_cache<T>(
+        &self,
+        codec: impl Codec<T>,
+    ) -> Result<(PodCache<T>, i64)>
+    where
+        T: ApiObject + Clone + Default + Send + Sync + 'static,
+    {
+        let revision = self.current_revision().await?;
+        let cache = pod_cache(self, codec);
+        cache.wait_until_ready().await?;
+        cache
+            .wait_until_fresh(u64::try_from(revision).unwrap_or(0))
+            .await?;
+        Ok((cache, revision))
+    }
+
+    /// kube's cache, started in the Go arm and holding etcd's current revision, and
+    /// that revision; the answer carries the heap it holds per cached Pod.
+    pub(super) async fn filled_kube_cache(&self, go: &mut GoArm) -> Result<(GoAnswer, i64)> {
+        let revision = self.current_revision().await?;
+        let answer = Self::ask(
+            go,
+            &json!({"op": "cacheStart", "resourceVersion": revision.to_string()}),
+        )?;
+        Ok((answer, revision))
+    }
+
+    /// The etcd keys and values of the Pods a watcher run creates in `namespace`,
+    /// encoded before the run so that encoding costs neither side.
+    fn watch_puts(&self, namespace: &str) -> Result<Vec<(String, Vec<u8>)>> {
+        (0..WATCH_WRITES)
+            .map(|k| {
+                let value = encoded_pod(KubeProtobuf::k8s_1_31(), k, namespace, &node_of(k))?;
+                Ok((
+                    format!("{ETCD_PREFIX}{RESOURCE}/{namespace}/{}", pod_name(k)),
+                    value,
+                ))
+            })
+            .collect()
+    }
+
+    /// Deletes one namespace's Pods (untimed).
+    async fn clear_namespace(&self, namespace: &str) -> Result<()> {
+        let mut kv = self.raw.client().kv_client();
+        kv.delete(
+            format!("{ETCD_PREFIX}{RESOURCE}/{namespace}/"),
+            Some(etcd_client::DeleteOptions::new().with_prefix()),
+        )
+        .await?;
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_cache_rows_are_selected_by_their_names() {
+        let only = |names: &[&str]| crate::settings::Settings {
+            only: names.iter().map(|n| (*n).to_owned()).collect(),
+            ..crate::settings::Settings::quick()
+        };
+        assert!(selected(&only(&[])));
+        assert!(selected(&only(&["kube cache"])));
+        assert!(selected(&only(&["kube"])));
+        assert!(selected(&only(&["kube write"])));
+        assert!(selected(&only(&["kube cache list RV=0 whole, LazyObject"])));
+        assert!(!selected(&only(&["kube list whole"])));
+        assert!(!selected(&only(&["cacher"])));
+        let quick = only(&["kube cache"]);
+        assert!(quick.selected(&format!("{CACHE} memory/Pod, LazyObject")));
+        assert!(quick.selected(WATCHERS));
+        assert!(!quick.selected("kube list whole"));
+    }
+}
