@@ -283,6 +283,26 @@ where
         })
     }
 
+    /// The state of a caller's cached object (as [`Self::state_from_object`]) when an
+    /// update may start from it: always for a codec that carries nothing over from the
+    /// stored value, else only when the object encodes to the very value it was read
+    /// from ([`Codec::stored_value`]); `None` when the stored value must be read.
+    pub fn state_from_cached(&self, key: &str, obj: T) -> Result<Option<ObjState<T>>> {
+        if !self.update_needs_stored_value() {
+            return self.state_from_object(key, obj).map(Some);
+        }
+        // Most codecs keep nothing: no encode to find that out.
+        if self.codec.stored_value(&obj).is_none() {
+            return Ok(None);
+        }
+        let state = self.state_from_object(key, obj)?;
+        let unchanged = self
+            .codec
+            .stored_value(&state.obj)
+            .is_some_and(|stored| stored == state.data.as_ref());
+        Ok(unchanged.then_some(state))
+    }
+
     /// The state of a caller's cached object: its resourceVersion and its encoding.
     pub fn state_from_object(&self, key: &str, mut obj: T) -> Result<ObjState<T>> {
         let rv = self

@@ -14,7 +14,10 @@
 //!   stored value was written with an old key (stale) and should be rewritten; with a
 //!   cached object, the stored bytes are read once to be sure;
 //! - a codec that carries fields a decode could not show starts from the stored bytes,
-//!   never from a cached object ([`ObjectLayers::update_needs_stored_value`]).
+//!   and from a cached object only when that object still encodes to the very value it
+//!   was read from ([`ObjectLayers::state_from_cached`]; a `LazyObject` from a watch
+//!   cache does): then it holds what was stored at its revision, and the first
+//!   compare-and-swap needs no read, as kube's.
 //!
 //! A backend gives only its transactions ([`CompareAndSwap`]): one read of a key, and a
 //! put or delete conditional on the mod revision. The steps are reported to a
@@ -190,11 +193,12 @@ where
     F: FnMut(T, &ResponseMeta) -> Result<Update<T>> + Send,
 {
     let ignore_not_found = options.ignore_not_found;
-    let cached = options
-        .cached_existing_object
-        .filter(|_| !layers.update_needs_stored_value());
+    let cached = match options.cached_existing_object {
+        Some(cached) => layers.state_from_cached(key, cached)?,
+        None => None,
+    };
     let (mut state, mut is_current) = match cached {
-        Some(cached) => (layers.state_from_object(key, cached)?, false),
+        Some(cached) => (cached, false),
         None => (
             current_state(store, layers, key, ignore_not_found).await?,
             true,

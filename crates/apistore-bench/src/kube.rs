@@ -44,12 +44,12 @@ use crate::driver::{self, OpFn, Plan, Sample};
 use crate::error::{BenchError, Result};
 use crate::gobench::{GoAnswer, GoArm};
 use crate::kube_pod::KubePod;
-use store_list::ListShape;
 use crate::object::ETCD_PREFIX;
 use crate::pod::{POD_NAME_PREFIX, pod, pod_name};
 use crate::raw::prefix_range_end;
 use crate::side_by_side::{Collector, Row, Side, SideBySide, spec};
 use crate::stats::{Unit, median};
+use store_list::ListShape;
 
 mod cache;
 mod store_list;

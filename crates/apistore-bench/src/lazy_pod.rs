@@ -70,6 +70,10 @@ impl Codec<LazyPod> for LazyPodCodec {
     fn round_trips(&self) -> bool {
         Codec::<LazyObject>::round_trips(&self.0)
     }
+
+    fn stored_value<'a>(&self, object: &'a LazyPod) -> Option<&'a [u8]> {
+        self.0.stored_value(&object.0)
+    }
 }
 
 #[cfg(test)]

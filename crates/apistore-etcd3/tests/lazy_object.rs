@@ -12,7 +12,12 @@ use apistore_protobuf::{KubeProtobuf, LazyObject};
 use apistore_storage::{
     ApiObject, DynamicObject, GetOptions, KubeVersion, ListOptions, Storage, UpdateOptions,
 };
-use lazy_store::lazy_store;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use apistore_value::{IdentityTransformer, Plaintext, Transformer};
+use bytes::Bytes;
+use lazy_store::{lazy_store, lazy_store_with};
 use serde_json::json;
 
 struct Fixture {
@@ -306,4 +311,99 @@ async fn managed_fields_stay_stored_through_a_guaranteed_update_and_body_fields_
         object.metadata.extra["managedFields"]
     );
     assert_eq!(reread.body().unwrap(), &object.data);
+}
+
+/// The identity transformer, counting the stored values it reads: every read of a key
+/// from etcd passes through it, a write's answer does not.
+#[derive(Debug, Default)]
+struct CountingReads(AtomicUsize);
+
+impl CountingReads {
+    fn reads(&self) -> usize {
+        self.0.load(Ordering::SeqCst)
+    }
+}
+
+impl Transformer for CountingReads {
+    fn transform_from_storage(
+        &self,
+        data: Bytes,
+        authenticated_data: &[u8],
+    ) -> apistore_value::Result<Plaintext> {
+        self.0.fetch_add(1, Ordering::SeqCst);
+        IdentityTransformer.transform_from_storage(data, authenticated_data)
+    }
+
+    fn transform_to_storage(
+        &self,
+        data: Bytes,
+        authenticated_data: &[u8],
+    ) -> apistore_value::Result<Bytes> {
+        IdentityTransformer.transform_to_storage(data, authenticated_data)
+    }
+}
+
+/// kube's GuaranteedUpdate starts from a caller's cached object (a watch cache's copy)
+/// and reads the key only if its compare-and-swap fails. A `LazyObject` that still
+/// encodes to the very bytes it was read from holds what was stored at its revision,
+/// so the store does the same with it; one whose body was taken to change, or read at
+/// an older revision, is not trusted or loses the swap, and the key is read.
+#[tokio::test]
+async fn a_cached_lazy_object_that_is_its_stored_value_saves_the_read_of_a_guaranteed_update() {
+    let counting = Arc::new(CountingReads::default());
+    let (store, _) = lazy_store_with("lazy-object-cached", counting.clone()).await;
+    let key = "pods/ns/c1";
+    store.create(key, pod("c1", "web"), 0).await.unwrap();
+    let cached = store.get(key, &GetOptions::default()).await.unwrap();
+    assert!(cached.stored_bytes().is_some());
+    let annotate = |value: &'static str| {
+        move |mut object: LazyObject, _: &_| {
+            object
+                .annotations_mut()
+                .insert("touched".to_owned(), value.to_owned());
+            Ok(object.into())
+        }
+    };
+    let with_cached = |object: &LazyObject| UpdateOptions {
+        cached_existing_object: Some(object.clone()),
+        ..UpdateOptions::default()
+    };
+
+    // The cached copy is current and untouched: one compare-and-swap, no read.
+    let before = counting.reads();
+    let first = store
+        .guaranteed_update(key, with_cached(&cached), annotate("first"))
+        .await
+        .unwrap();
+    assert_eq!(counting.reads(), before, "the key was read");
+    assert_eq!(first.metadata().annotations["touched"], "first");
+
+    // The same copy again, now a revision behind: the swap fails and its answer is
+    // the current value, read once; the update is applied to that.
+    let before = counting.reads();
+    let second = store
+        .guaranteed_update(key, with_cached(&cached), annotate("second"))
+        .await
+        .unwrap();
+    assert_eq!(counting.reads(), before + 1);
+    assert_ne!(second.resource_version(), first.resource_version());
+
+    // A copy whose body was changed no longer is its stored bytes: the key is read
+    // first, and the update applies to what is stored, not to the copy.
+    let mut changed = store.get(key, &GetOptions::default()).await.unwrap();
+    changed.body_mut().unwrap()["spec"]["nodeName"] = json!("node-2");
+    let before = counting.reads();
+    let third = store
+        .guaranteed_update(key, with_cached(&changed), annotate("third"))
+        .await
+        .unwrap();
+    assert_eq!(counting.reads(), before + 1);
+    let reread = store.get(key, &GetOptions::default()).await.unwrap();
+    assert_eq!(reread.metadata().annotations["touched"], "third");
+    assert_eq!(reread.resource_version(), third.resource_version());
+    assert_eq!(reread.metadata().labels["tier"], "web");
+    assert_eq!(
+        reread.field_str(&["spec", "nodeName"]).unwrap().as_deref(),
+        Some("node-1")
+    );
 }

@@ -55,6 +55,16 @@ pub trait Codec<T>: Send + Sync + 'static {
     fn carries_previous(&self) -> bool {
         false
     }
+
+    /// The plain value `object` was decoded from, when this codec's objects keep it
+    /// (`None` by default). A store compares it with the object's encoding: when they
+    /// are the same bytes, that value is what was stored at the object's revision, so
+    /// a caller's cached object may stand in for a read even when
+    /// [`Self::carries_previous`], since carrying over from it loses nothing.
+    fn stored_value<'a>(&self, object: &'a T) -> Option<&'a [u8]> {
+        let _ = object;
+        None
+    }
 }
 
 /// The JSON codec, for any serde type.

@@ -188,7 +188,9 @@ fn run() -> Result<(), BoxError> {
         let stored = kp.encode_value(&pod::pod(i))?;
         values.json.push(kp.decode_to_json(&stored)?);
         values.dynamic.push(dynamic.decode(&stored)?);
-        values.typed.push(KubeProtobuf::latest().decode::<Pod>(&stored)?);
+        values
+            .typed
+            .push(KubeProtobuf::latest().decode::<Pod>(&stored)?);
         values.protobuf.push(stored);
     }
     // The schemas are parsed when first used: not in the first timed round.

@@ -92,6 +92,10 @@ where
     fn carries_previous(&self) -> bool {
         self.0.carries_previous()
     }
+
+    fn stored_value<'a>(&self, object: &'a Shared<T>) -> Option<&'a [u8]> {
+        self.0.stored_value(object)
+    }
 }
 
 /// A cache of Pods as `T`, configured as kube's registry configures the Pods' cacher

@@ -8,10 +8,18 @@ use apistore_etcd3::{ClientConfig, Etcd3Store, EtcdClient, ResourceConfig, Store
 use apistore_protobuf::{LazyCodec, LazyObject, MediaType};
 use apistore_storage::KubeVersion;
 use apistore_testing::etcd::{shared_endpoint, unique_prefix};
-use apistore_value::IdentityTransformer;
+use apistore_value::{IdentityTransformer, Transformer};
 
 /// The store, and the endpoint of the etcd it is on (for raw access).
 pub(crate) async fn lazy_store(test: &str) -> (Etcd3Store<LazyObject>, String) {
+    lazy_store_with(test, Arc::new(IdentityTransformer)).await
+}
+
+/// [`lazy_store`] with its values passing through `transformer`.
+pub(crate) async fn lazy_store_with(
+    test: &str,
+    transformer: Arc<dyn Transformer>,
+) -> (Etcd3Store<LazyObject>, String) {
     let endpoint = shared_endpoint().unwrap_or_else(|err| panic!("{err}"));
     let endpoint = endpoint.split(',').next().unwrap_or_default().to_owned();
     let client = EtcdClient::connect(&ClientConfig::new([endpoint.clone()]))
@@ -29,7 +37,7 @@ pub(crate) async fn lazy_store(test: &str) -> (Etcd3Store<LazyObject>, String) {
         client,
         config,
         Arc::new(LazyCodec::for_kube(MediaType::Protobuf, KubeVersion::V1_37)),
-        Arc::new(IdentityTransformer),
+        transformer,
     );
     (store, endpoint)
 }

@@ -119,6 +119,14 @@ impl Codec<LazyObject> for LazyCodec {
         true
     }
 
+    /// The protobuf the object was read from. A store that finds the object encodes to
+    /// these very bytes (body untouched, metadata unchanged but for the resourceVersion
+    /// it clears) may start a guaranteed update from it, as from a watch cache's copy,
+    /// without reading the key again.
+    fn stored_value<'a>(&self, object: &'a LazyObject) -> Option<&'a [u8]> {
+        object.stored_bytes().map(|stored| stored.as_ref())
+    }
+
     /// A store answers a write with the object decoded from what it wrote: cheap here
     /// (envelope and metadata), and it leaves the answer holding the bytes now stored.
     fn round_trips(&self) -> bool {
