@@ -31,27 +31,29 @@ use std::time::Instant;
 
 use apistore_etcd3::{Etcd3Store, StoreConfig};
 use apistore_protobuf::{KubeProtobuf, LazyCodec, LazyObject, MediaType, StorageCodec};
-use apistore_storage::{ApiObject, Codec, DynamicObject, GetOptions, Storage, UpdateOptions};
+use apistore_storage::{Codec, DynamicObject};
 use apistore_value::IdentityTransformer;
-use etcd_client::{Compare, CompareOp, GetOptions as EtcdGetOptions, Txn, TxnOp};
+use etcd_client::{GetOptions as EtcdGetOptions, Txn, TxnOp};
 use k8s_openapi::api::core::v1::Pod;
 use serde_json::{Value, json};
 
 use crate::alloc::Window;
 use crate::bench::Bench;
 use crate::crud::{Crud, workload_name};
-use crate::driver::{self, OpFn, Plan, Sample};
+use crate::driver::{self, Plan, Sample};
 use crate::error::{BenchError, Result};
 use crate::gobench::{GoAnswer, GoArm};
 use crate::kube_pod::KubePod;
+use crate::lazy_pod::{LazyPod, LazyPodCodec};
 use crate::object::ETCD_PREFIX;
-use crate::pod::{POD_NAME_PREFIX, pod, pod_name};
+use crate::pod::{pod, pod_name};
 use crate::raw::prefix_range_end;
-use crate::side_by_side::{Collector, Row, Side, SideBySide, spec};
+use crate::side_by_side::{Collector, Side, SideBySide, spec};
 use crate::stats::{Unit, median};
 use store_list::ListShape;
 
 mod cache;
+mod crud;
 mod store_list;
 mod write_throughput;
 
@@ -184,9 +186,25 @@ impl Bench {
                 ));
             }
             self.put_batches(puts).await?;
+            // Each workload through the `DynamicObject` store, then through a store of
+            // `LazyObject`s against a Go answer of its own (no raw side there).
+            let lazy_store = Arc::new(Etcd3Store::<LazyPod>::with_parts(
+                self.client.clone(),
+                StoreConfig::for_resource(RESOURCE),
+                LazyPodCodec::shared(MediaType::Protobuf),
+                Arc::new(IdentityTransformer),
+            ));
             let mut result = Ok(());
-            for (op, callers) in crud {
-                match self.kube_crud(go, &store, op, callers).await {
+            for workload in crud {
+                let rows = match self.kube_crud(go, &store, workload, "", true).await {
+                    Ok(row) => {
+                        out.rows.push(row);
+                        self.kube_crud(go, &lazy_store, workload, ", LazyObject", false)
+                            .await
+                    }
+                    Err(error) => Err(error),
+                };
+                match rows {
                     Ok(row) => out.rows.push(row),
                     Err(error) => {
                         result = Err(error);
@@ -427,202 +445,6 @@ impl Bench {
         Ok((sample, objects.load(Ordering::Relaxed)))
     }
 
-    /// One CRUD workload: an untimed warm-up of each side, then the rounds.
-    async fn kube_crud(
-        &self,
-        go: &mut GoArm,
-        store: &Arc<PodStore>,
-        op: Crud,
-        callers: usize,
-    ) -> Result<Row> {
-        let workload = format!("{PREFIX}{}", workload_name(op, callers));
-        println!("  {workload}");
-        let mut collector = Collector::new(&[
-            spec("ops/s", Unit::PerSec, true, None),
-            spec("p50", Unit::Seconds, false, None),
-            spec("client CPU/op", Unit::CpuSeconds, false, None),
-        ]);
-        let template = Arc::new(self.template_pod(store).await?);
-        let sides = [Side::Apistore, Side::Kube, Side::Raw];
-        for (round, plan) in std::iter::once(self.settings.warmup)
-            .chain(std::iter::repeat_n(self.settings.run, self.settings.rounds))
-            .enumerate()
-        {
-            for side in sides {
-                if !self.runs(side) {
-                    continue;
-                }
-                let namespace = self.fresh_namespace("kube-create");
-                let figures = match side {
-                    Side::Kube => {
-                        let answer = Self::ask(
-                            go,
-                            &json!({
-                                "op": "crud",
-                                "crud": match op {
-                                    Crud::Create => "create",
-                                    Crud::Get => "get",
-                                    _ => "update",
-                                },
-                                "namespace": namespace,
-                                "poolNamespace": POOL_NAMESPACE,
-                                "namePrefix": POD_NAME_PREFIX,
-                                "pool": self.settings.pool_size,
-                                "callers": callers,
-                                "seconds": plan.as_secs_f64(),
-                            }),
-                        )?;
-                        vec![
-                            answer.ops_per_sec(),
-                            answer.latency(0.5),
-                            answer.cpu_seconds / answer.ops.max(1) as f64,
-                        ]
-                    }
-                    Side::Apistore | Side::Raw => {
-                        let call = self.crud_op(side, store, op, callers, &namespace, &template)?;
-                        let sample =
-                            driver::drive(&self.cpu, callers, Plan::For(plan), &call, None).await?;
-                        vec![
-                            sample.ops_per_sec(),
-                            sample.latency(0.5),
-                            sample.client_cpu_per_op(),
-                        ]
-                    }
-                };
-                if op == Crud::Create {
-                    self.clear(&namespace).await?;
-                }
-                if round > 0 {
-                    collector.push(side, figures);
-                }
-            }
-        }
-        Ok(collector.row(workload))
-    }
-
-    /// The pool's first Pod, its resourceVersion and uid cleared: what creates store.
-    async fn template_pod(&self, store: &PodStore) -> Result<KubePod> {
-        let mut pod = store
-            .get(
-                &format!("{RESOURCE}/{POOL_NAMESPACE}/{}", pod_name(0)),
-                &GetOptions::default(),
-            )
-            .await?;
-        pod.set_resource_version(String::new());
-        pod.0.metadata.uid.clear();
-        Ok(pod)
-    }
-
-    /// One call of a CRUD workload on the apistore or raw side.
-    fn crud_op(
-        &self,
-        side: Side,
-        store: &Arc<PodStore>,
-        op: Crud,
-        callers: usize,
-        namespace: &str,
-        template: &Arc<KubePod>,
-    ) -> Result<OpFn> {
-        // The raw side writes the template's bytes as they are: no codec on that side.
-        let encoded =
-            Arc::new(KubeProtobuf::k8s_1_31().encode_value(&serde_json::to_value(&**template)?)?);
-        let pool = self.settings.pool_size;
-        let slice = (pool / callers as u64).max(1);
-        let store = Arc::clone(store);
-        let raw = Arc::clone(&self.raw);
-        let template = Arc::clone(template);
-        let namespace: Arc<str> = namespace.into();
-        Ok(driver::op(move |caller, seq| {
-            let (store, raw, template, encoded, namespace) = (
-                Arc::clone(&store),
-                Arc::clone(&raw),
-                Arc::clone(&template),
-                Arc::clone(&encoded),
-                Arc::clone(&namespace),
-            );
-            async move {
-                let index = match op {
-                    Crud::Update => (caller as u64 * slice + seq % slice) % pool,
-                    _ => pick(caller, seq, pool),
-                };
-                let pool_key = format!("{RESOURCE}/{POOL_NAMESPACE}/{}", pod_name(index));
-                match (side, op) {
-                    (Side::Raw, Crud::Create) => {
-                        let key =
-                            format!("{ETCD_PREFIX}{RESOURCE}/{namespace}/raw-{caller:02}-{seq:07}");
-                        let txn = Txn::new()
-                            .when([Compare::create_revision(key.as_str(), CompareOp::Equal, 0)])
-                            .and_then([TxnOp::put(key.as_str(), encoded.as_slice(), None)]);
-                        if !raw.kv().txn(txn).await?.succeeded() {
-                            return Err(BenchError::Invalid(format!("{key} exists")));
-                        }
-                    }
-                    (Side::Raw, Crud::Get) => {
-                        black_box(
-                            raw.kv()
-                                .get(format!("{ETCD_PREFIX}{pool_key}"), None)
-                                .await?,
-                        );
-                    }
-                    (Side::Raw, _) => {
-                        let key = format!("{ETCD_PREFIX}{pool_key}");
-                        let mut kv = raw.kv();
-                        loop {
-                            let mut got = kv.get(key.as_str(), None).await?;
-                            let Some(current) = got.take_kvs().into_iter().next() else {
-                                return Err(BenchError::Invalid(format!("{key} is gone")));
-                            };
-                            let txn = Txn::new()
-                                .when([Compare::mod_revision(
-                                    key.as_str(),
-                                    CompareOp::Equal,
-                                    current.mod_revision(),
-                                )])
-                                .and_then([TxnOp::put(key.as_str(), current.value(), None)]);
-                            if kv.txn(txn).await?.succeeded() {
-                                break;
-                            }
-                        }
-                    }
-                    (_, Crud::Create) => {
-                        let mut pod = (*template).clone();
-                        let name = format!("rs-{caller:02}-{seq:07}");
-                        pod.0.metadata.name.clone_from(&name);
-                        pod.0.metadata.namespace = namespace.to_string();
-                        black_box(
-                            store
-                                .create(&format!("{RESOURCE}/{namespace}/{name}"), pod, 0)
-                                .await?,
-                        );
-                    }
-                    (_, Crud::Get) => {
-                        black_box(store.get(&pool_key, &GetOptions::default()).await?);
-                    }
-                    (_, _) => {
-                        let updated = store
-                            .guaranteed_update(&pool_key, UpdateOptions::default(), |mut pod, _| {
-                                bump_counter(&mut pod);
-                                Ok(pod.into())
-                            })
-                            .await?;
-                        black_box(updated);
-                    }
-                }
-                Ok(())
-            }
-        }))
-    }
-}
-
-/// Adds one to the Pod's counter annotation.
-fn bump_counter(pod: &mut KubePod) {
-    let annotations = pod.annotations_mut();
-    let next = annotations
-        .get(COUNTER)
-        .and_then(|n| n.parse::<u64>().ok())
-        .unwrap_or(0)
-        + 1;
-    annotations.insert(COUNTER.to_owned(), next.to_string());
 }
 
 /// Decodes every value with `decode` (apistore: into a `DynamicObject` through the
