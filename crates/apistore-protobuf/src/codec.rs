@@ -179,9 +179,12 @@ where
                 .map(Bytes::from)
                 .map_err(|e| CodecError::Encode(Box::new(e))),
             MediaType::Protobuf => {
-                let value =
-                    serde_json::to_value(object).map_err(|e| CodecError::Encode(Box::new(e)))?;
-                match self.protobuf().encode_value(&value) {
+                // Straight to JSON text, which the encoder reads as Go's decoder would
+                // (any key order, the last of repeated keys winning): no `Value` tree
+                // of the whole object built and dropped in between.
+                let text =
+                    serde_json::to_vec(object).map_err(|e| CodecError::Encode(Box::new(e)))?;
+                match self.protobuf().encode_json(&text) {
                     Ok(b) => Ok(Bytes::from(b)),
                     Err(crate::ProtobufError::UnknownKind {
                         api_version,
