@@ -444,7 +444,6 @@ impl Bench {
         let sample = driver::drive(&self.cpu, 1, Plan::Count(1), &op, None).await?;
         Ok((sample, objects.load(Ordering::Relaxed)))
     }
-
 }
 
 /// Decodes every value with `decode` (apistore: into a `DynamicObject` through the
