@@ -4,7 +4,7 @@
 //!
 //! [`interpret`] reads a special message's merged segments into a [`SpecialValue`];
 //! the JSON writer (`decode.rs`) writes it as text and the serde `Deserializer`
-//! (`de.rs`) presents it to a visitor, so both agree by construction. The field walk
+//! (`de/`) presents it to a visitor, so both agree by construction. The field walk
 //! for ordinary structs is in `walk.rs`.
 
 use std::borrow::Cow;

@@ -1,5 +1,5 @@
 //! What a message's protobuf means field by field, shared by the two ways out of it:
-//! the JSON writer (`decode.rs`) and the serde `Deserializer` (`de.rs`).
+//! the JSON writer (`decode.rs`) and the serde `Deserializer` (`de/`).
 //!
 //! Go's generated `Unmarshal` semantics live here once: known fields collected in Go
 //! declaration order (the last scalar wins, repeated nested messages merge, unknown
