@@ -241,8 +241,8 @@ func (b *bench) cacheWatchWait(_ context.Context, _ request) (response, error) {
 // writeThroughput is one run of kube's RunBenchmarkWriteThroughput over the cacher:
 // `callers` writers (kube's parallelism, 25) go round the Pods the cache holds, each
 // write a guaranteed update of an annotation (Patch) or a delete and a create of the
-// same Pod (DeleteCreate), while the background load (none, or `watchers` watchers
-// of every Pod) reads. Every write carries its time; one more watcher of every Pod
+// same Pod (DeleteCreate), while the background load (none, `watchers` watchers of
+// every Pod, or one lister of every Pod every 10 ms) reads. Every write carries its time; one more watcher of every Pod
 // measures how long each Added or Modified event took to reach it.
 func (b *bench) writeThroughput(ctx context.Context, req request) (response, error) {
 	store, err := b.cacheStore()
@@ -314,6 +314,51 @@ func (b *bench) writeThroughput(ctx context.Context, req request) (response, err
 		}()
 	}
 
+	// The newest write's revision, for the listers at ExactRV and NotOlderThan
+	// (kube's latestRV; "0" until the first write).
+	var latestRV atomic.Pointer[string]
+	initialRV := "0"
+	latestRV.Store(&initialRV)
+	var listCalls, listObjects atomic.Uint64
+	if req.Lister != "" {
+		var match metav1.ResourceVersionMatch
+		switch req.Lister {
+		case "unset":
+		case "exact":
+			match = metav1.ResourceVersionMatchExact
+		case "notOlderThan":
+			match = metav1.ResourceVersionMatchNotOlderThan
+		default:
+			return response{}, fmt.Errorf("unknown lister %q", req.Lister)
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			ticker := time.NewTicker(10 * time.Millisecond)
+			defer ticker.Stop()
+			for {
+				select {
+				case <-watchCtx.Done():
+					return
+				case <-ticker.C:
+				}
+				opts := storage.ListOptions{Recursive: true, ResourceVersionMatch: match, Predicate: storage.Everything}
+				if match != "" {
+					rv := *latestRV.Load()
+					if rv == "0" || rv == "" {
+						continue
+					}
+					opts.ResourceVersion = rv
+				}
+				out := &v1.PodList{}
+				if err := store.GetList(watchCtx, "/pods", opts, out); err == nil {
+					listCalls.Add(1)
+					listObjects.Add(uint64(len(out.Items)))
+				}
+			}
+		}()
+	}
+
 	var index atomic.Uint64
 	stamp := func(pod *v1.Pod) {
 		if pod.Annotations == nil {
@@ -326,7 +371,8 @@ func (b *bench) writeThroughput(ctx context.Context, req request) (response, err
 		var writes uint64
 		switch req.Traffic {
 		case "patch":
-			err := store.GuaranteedUpdate(ctx, key(&pods[i]), &v1.Pod{}, false, nil,
+			out := &v1.Pod{}
+			err := store.GuaranteedUpdate(ctx, key(&pods[i]), out, false, nil,
 				func(input kruntime.Object, _ storage.ResponseMeta) (kruntime.Object, *uint64, error) {
 					pod, ok := input.(*v1.Pod)
 					if !ok {
@@ -343,6 +389,7 @@ func (b *bench) writeThroughput(ctx context.Context, req request) (response, err
 				return 0, 0, err
 			}
 			writes++
+			latestRV.Store(&out.ResourceVersion)
 		case "deleteCreate":
 			err := store.Delete(ctx, key(&pods[i]), &v1.Pod{}, nil, storage.ValidateAllObjectFunc, nil, storage.DeleteOptions{})
 			if err == nil {
@@ -353,9 +400,11 @@ func (b *bench) writeThroughput(ctx context.Context, req request) (response, err
 			pod := pods[i].DeepCopy()
 			pod.ResourceVersion = ""
 			stamp(pod)
-			err = store.Create(ctx, key(pod), pod, &v1.Pod{}, 0)
+			out := &v1.Pod{}
+			err = store.Create(ctx, key(pod), pod, out, 0)
 			if err == nil {
 				writes++
+				latestRV.Store(&out.ResourceVersion)
 			} else if !storage.IsExist(err) {
 				return 0, 0, err
 			}
@@ -379,5 +428,7 @@ func (b *bench) writeThroughput(ctx context.Context, req request) (response, err
 	latencyMu.Unlock()
 	// Objects: the writes; Calls: the background watchers' events.
 	resp.Calls = events.Load()
+	resp.ListCalls = listCalls.Load()
+	resp.ListObjects = listObjects.Load()
 	return resp, nil
 }

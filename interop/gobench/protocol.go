@@ -9,7 +9,7 @@ package main
 //	{"op":"list",...,"cache":true}             the list above, from the cacher
 //	{"op":"cacheWatch","keys":[KEY],"resourceVersion":RV,"watchers":N,"count":C}
 //	{"op":"cacheWatchWait"}                    after the harness wrote C Pods under KEY
-//	{"op":"writeThroughput","traffic":"patch|deleteCreate","watchers":W,"callers":C,"seconds":S}
+//	{"op":"writeThroughput","traffic":"patch|deleteCreate","watchers":W,"lister":"|unset|exact|notOlderThan","callers":C,"seconds":S}
 //	{"op":"cacheStop"}
 //	{"op":"quit"}
 //
@@ -46,6 +46,11 @@ type request struct {
 	Count    uint64 `json:"count"`
 	// Traffic is writeThroughput's kind of write: kube's Patch or DeleteCreate.
 	Traffic string `json:"traffic"`
+	// Lister is writeThroughput's list background load (kube's Lister,
+	// ListerExactRV, ListerNotOlderThan): one lister of every Pod every 10 ms, at
+	// no resourceVersion ("unset"), or at the newest write's revision matched
+	// exactly ("exact") or as a floor ("notOlderThan"); "" for none.
+	Lister string `json:"lister"`
 }
 
 // response is one line back: what one timed run measured.
@@ -60,7 +65,8 @@ type response struct {
 	// finished watcher's time to its last event; for writeThroughput, each write's
 	// time to reach the latency watcher.
 	Latencies []float64 `json:"latencies,omitempty"`
-	// CPUSeconds is this process's user and system CPU time during the run.
+	// CPUSeconds is this process's user and system CPU time during the run (for
+	// decode, during the timed loop of decodes).
 	CPUSeconds float64 `json:"cpuSeconds"`
 	// Objects and Calls are the items returned and the GetList calls made (lists);
 	// for writeThroughput, the writes and the background watchers' events; Objects
@@ -71,6 +77,10 @@ type response struct {
 	// cacheStart, BytesPerObject is the heap the cache holds per cached Pod.
 	DecodeSeconds  float64 `json:"decodeSeconds"`
 	BytesPerObject float64 `json:"bytesPerObject"`
+	// ListCalls and ListObjects are writeThroughput's background lister's
+	// successful lists and the items they returned.
+	ListCalls   uint64 `json:"listCalls"`
+	ListObjects uint64 `json:"listObjects"`
 }
 
 func failure(err error) response {

@@ -57,6 +57,12 @@ pub(crate) struct GoAnswer {
     /// Heap held per decoded `v1.Pod`.
     #[serde(default)]
     pub(crate) bytes_per_object: f64,
+    /// `writeThroughput`'s background lister: its successful lists.
+    #[serde(default)]
+    pub(crate) list_calls: u64,
+    /// `writeThroughput`'s background lister: the items its lists returned.
+    #[serde(default)]
+    pub(crate) list_objects: u64,
 }
 
 impl GoAnswer {

@@ -7,7 +7,10 @@
 //! - `kube decode/Pod`: a stored value decoded into an object (apistore: `DynamicObject`
 //!   through the protobuf codec, k8s-openapi's typed `Pod` through
 //!   `KubeProtobuf::decode`, and `LazyObject` through `LazyCodec`, as read and with its
-//!   body read; kube: the storage codec into a typed `v1.Pod`), and the memory each
+//!   body read; kube: the storage codec into a typed `v1.Pod`): the wall time and the
+//!   process's CPU time per Pod over the same loop (Go's collector works on the other
+//!   core while the loop runs, where apistore frees each object on the decoding
+//!   thread, so the wall time leaves part of Go's cost out), and the memory each
 //!   decoded Pod holds;
 //! - `kube list whole` and `kube list pages of 500`: one caller listing all 10,000 Pods;
 //!   the same `, LazyObject`: apistore's store of `LazyObject`s (bodies not decoded)
@@ -19,7 +22,7 @@
 //!   also `, LazyObject`, through a store of `LazyPod`s (src/kube/store_list.rs);
 //! - `kube create|get|guaranteed update, 1|16 caller(s)`: on a pool of 1,024 Pods;
 //! - `kube cache ...` and `kube write throughput ...`: against kube's cacher
-//!   (src/kube/cache.rs, src/kube/write_throughput.rs).
+//!   (src/kube/cache.rs, src/kube/write_throughput/).
 //!
 //! The raw etcd-client arm does the same etcd requests with no codec at all (the floor
 //! under both stores); it has no store-list or decode rows.
@@ -39,6 +42,7 @@ use serde_json::{Value, json};
 
 use crate::alloc::Window;
 use crate::bench::Bench;
+use crate::cpu::CpuMeter;
 use crate::crud::{Crud, workload_name};
 use crate::driver::{self, Plan, Sample};
 use crate::error::{BenchError, Result};
@@ -267,6 +271,7 @@ impl Bench {
             println!("  kube decode/Pod");
             let specs = [
                 spec("decode/Pod", Unit::Seconds, false, Some(1.0)),
+                spec("CPU/decoded Pod", Unit::Seconds, false, Some(1.0)),
                 spec("memory/decoded Pod", Unit::Bytes, false, Some(1.0)),
             ];
             // Each of apistore's representations against the same answer of Go's: the
@@ -283,19 +288,19 @@ impl Bench {
                 if self.runs(Side::Apistore) {
                     dynamic.push(
                         Side::Apistore,
-                        decode_each(values, |v| Ok(codec.decode(v)?))?,
+                        decode_each(&self.cpu, values, |v| Ok(codec.decode(v)?))?,
                     );
                     typed.push(
                         Side::Apistore,
-                        decode_each(values, |v| Ok(latest.decode::<Pod>(v)?))?,
+                        decode_each(&self.cpu, values, |v| Ok(latest.decode::<Pod>(v)?))?,
                     );
                     lazy.push(
                         Side::Apistore,
-                        decode_each(values, |v| Ok(lazy_codec.decode(v)?))?,
+                        decode_each(&self.cpu, values, |v| Ok(lazy_codec.decode(v)?))?,
                     );
                     lazy_body.push(
                         Side::Apistore,
-                        decode_each(values, |v| {
+                        decode_each(&self.cpu, values, |v| {
                             let object = lazy_codec.decode(v)?;
                             object.body()?;
                             Ok(object)
@@ -313,7 +318,11 @@ impl Bench {
                     for collector in [&mut dynamic, &mut typed, &mut lazy, &mut lazy_body] {
                         collector.push(
                             Side::Kube,
-                            vec![answer.decode_seconds, answer.bytes_per_object],
+                            vec![
+                                answer.decode_seconds,
+                                answer.cpu_seconds / answer.ops.max(1) as f64,
+                                answer.bytes_per_object,
+                            ],
                         );
                     }
                 }
@@ -451,12 +460,19 @@ impl Bench {
 /// read or not): seconds per value, then bytes
 /// held per decoded value (a second pass, counted by the allocator; the objects'
 /// inline parts in a `Vec` sized before counting starts, and their heap).
-fn decode_each<T>(values: &[Vec<u8>], decode: impl Fn(&[u8]) -> Result<T>) -> Result<Vec<f64>> {
+fn decode_each<T>(
+    cpu: &CpuMeter,
+    values: &[Vec<u8>],
+    decode: impl Fn(&[u8]) -> Result<T>,
+) -> Result<Vec<f64>> {
+    let cpu_before = cpu.snapshot()?;
     let started = Instant::now();
     for value in values {
         black_box(decode(value)?);
     }
     let per_object = started.elapsed().as_secs_f64() / values.len().max(1) as f64;
+    let cpu_per_object =
+        cpu.snapshot()?.since(&cpu_before).client.as_secs_f64() / values.len().max(1) as f64;
     let mut held = Vec::with_capacity(values.len());
     let window = Window::open();
     for value in values {
@@ -467,6 +483,7 @@ fn decode_each<T>(values: &[Vec<u8>], decode: impl Fn(&[u8]) -> Result<T>) -> Re
     drop(held);
     Ok(vec![
         per_object,
+        cpu_per_object,
         (counted.net as f64 + inline as f64) / values.len().max(1) as f64,
     ])
 }

@@ -15,7 +15,7 @@
 //!   cache while [`WRITERS`] raw etcd-client writers (the bench's, for both sides, so
 //!   that the writes cost neither) create Pods in it; the median over watchers of the
 //!   events per second each received;
-//! - `kube write throughput ...` (src/kube/write_throughput.rs): kube's
+//! - `kube write throughput ...` (src/kube/write_throughput/): kube's
 //!   `RunBenchmarkWriteThroughput` over each side's cache.
 //!
 //! apistore's cache holds `Shared` objects (one decoded object handed to every list
@@ -121,7 +121,7 @@ fn from_cache() -> ListOptions {
     ListOptions::prefix().at("0", ResourceVersionMatch::NotOlderThan)
 }
 
-/// Whether any row of this file or of write_throughput.rs is selected.
+/// Whether any row of this file or of write_throughput/ is selected.
 pub(super) fn selected(settings: &crate::settings::Settings) -> bool {
     group_selected(settings, CACHE) || group_selected(settings, super::write_throughput::NAME)
 }
