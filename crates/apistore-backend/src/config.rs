@@ -152,10 +152,11 @@ impl KeyScope {
 }
 
 /// kube-apiserver's default of its `WatchList` feature gate at `version`: off at 1.31
-/// (alpha), on at 1.32 (beta), off again at 1.33 (kube turned it back off for the
-/// streaming encoders), on from 1.34 (k8s.io/apiserver's `kube_features.go`).
+/// (alpha), on at 1.32 (beta), off again at 1.33, on from 1.34. The rule lives in
+/// [`KubeVersion::watch_list_default`], where the watch cache's configuration reads it
+/// too; this stays for callers of the backend layer.
 pub fn watch_list_default(version: KubeVersion) -> bool {
-    version == KubeVersion::V1_32 || version >= KubeVersion::V1_34
+    version.watch_list_default()
 }
 
 #[cfg(test)]

@@ -4,6 +4,7 @@
 //! and `watch.rs` decide.
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use apistore_storage::{
     DeleteOptions, GetOptions, KeysFn, ListOptions, ObjectList, ResponseMeta, Result, Stats,
@@ -31,6 +32,7 @@ pub(crate) struct Settings {
     pub(crate) watch_list: bool,
     pub(crate) list_page_size: i64,
     pub(crate) fill_with_watch_list: bool,
+    pub(crate) fill_watch_list_timeout: Duration,
     pub(crate) list_from_cache_snapshot: bool,
     pub(crate) initial_events_end_at_once: bool,
 }
@@ -125,6 +127,7 @@ impl<S: Storage + 'static> Cacher<S> {
                 watch_list: config.watch_list,
                 list_page_size: config.list_page_size.max(1),
                 fill_with_watch_list: config.fill_with_watch_list,
+                fill_watch_list_timeout: config.fill_watch_list_timeout,
                 list_from_cache_snapshot: config.list_from_cache_snapshot,
                 initial_events_end_at_once: config.initial_events_end_at_once,
             },

@@ -21,6 +21,14 @@ pub const DEFAULT_BOOKMARK_FREQUENCY: Duration = Duration::from_secs(60);
 /// `storageWatchListPageSize`).
 pub const DEFAULT_LIST_PAGE_SIZE: i64 = 10_000;
 
+/// How long the cache's streaming fill waits for the end of its initial events before
+/// it gives the watch-list up and lists in pages: client-go's reflector asks its watch
+/// for a timeout of at least its `minWatchTimeout` of 5 minutes (up to twice that), the
+/// server ends the watch then, and the reflector's failed watch-list falls back to a
+/// list. Without a limit, a backend that says it serves watch-lists but stalls would
+/// keep the cache unready for ever.
+pub const DEFAULT_FILL_WATCH_LIST_TIMEOUT: Duration = Duration::from_secs(5 * 60);
+
 /// The configuration of one [`Cacher`](crate::Cacher).
 pub struct CacherConfig<T> {
     /// The key every object of the resource lives under, as callers spell keys
@@ -48,8 +56,12 @@ pub struct CacherConfig<T> {
     /// `supports_request_watch_progress`; the in-memory store does); off, consistent
     /// reads go to the backend.
     pub consistent_reads_from_cache: bool,
-    /// kube's `WatchList` feature gate: honour `sendInitialEvents` (off, as in
-    /// v0.31.1; off, the option is ignored).
+    /// kube's `WatchList` feature gate: honour `sendInitialEvents` in the cache's own
+    /// watches, and let the cache fill itself through a streaming watch-list (see
+    /// [`Self::fill_with_watch_list`]). Off, the option is ignored and the cache lists
+    /// in pages. Off by default, as in v0.31.1; [`Self::with_kube_version`] sets the
+    /// gate's default for the version
+    /// ([`KubeVersion::watch_list_default`]: on at 1.32 and from 1.34).
     pub watch_list: bool,
     /// The page size of the cache's lists of the backend.
     pub list_page_size: i64,
@@ -64,9 +76,17 @@ pub struct CacherConfig<T> {
     /// ([`Storage::supports_watch_list`](apistore_storage::Storage::supports_watch_list):
     /// for the etcd3 and in-memory stores, their own `WatchList` gate on, as kube's one
     /// gate has it). When the backend refuses or does not stream as a watch-list, the
-    /// cache lists in pages instead. On by default, as for the newest kube;
-    /// [`Self::with_kube_version`] sets it.
+    /// cache lists in pages instead; and likewise when the end of the initial events
+    /// has not come within [`Self::fill_watch_list_timeout`]. On by default, as for the
+    /// newest kube; [`Self::with_kube_version`] sets it.
     pub fill_with_watch_list: bool,
+    /// How long the streaming fill ([`Self::fill_with_watch_list`]) waits, from asking
+    /// the backend for the watch-list, for the end of its initial events; then the
+    /// stream is dropped and the round lists in pages, as when the backend refuses the
+    /// watch-list. [`DEFAULT_FILL_WATCH_LIST_TIMEOUT`] (5 minutes, client-go's shortest
+    /// watch timeout) by default; a limit too large to add to the current time is no
+    /// limit.
+    pub fill_watch_list_timeout: Duration,
     /// kube's `ListFromCacheSnapshot` (beta and on from kube 1.34): keep a snapshot of
     /// the objects per revision the window covers, and serve Exact lists and continued
     /// lists at those revisions from them, with the items, continue token and
@@ -104,6 +124,7 @@ impl<T: ApiObject> CacherConfig<T> {
             watch_list: false,
             list_page_size: DEFAULT_LIST_PAGE_SIZE,
             fill_with_watch_list: true,
+            fill_watch_list_timeout: DEFAULT_FILL_WATCH_LIST_TIMEOUT,
             list_from_cache_snapshot: true,
             initial_events_end_at_once: true,
             consistency_check_period: Some(DEFAULT_CONSISTENCY_CHECK_PERIOD),
@@ -127,15 +148,20 @@ impl<T: ApiObject> CacherConfig<T> {
     }
 
     /// Behaves as the cacher of kube `version` where the versions differ (builder
-    /// style): snapshots ([`Self::list_from_cache_snapshot`]) and consistency checks
+    /// style): the `WatchList` gate ([`Self::watch_list`]) as kube defaults it, on at
+    /// 1.32 and from 1.34, off at 1.31 and 1.33
+    /// ([`KubeVersion::watch_list_default`]); snapshots
+    /// ([`Self::list_from_cache_snapshot`]) and consistency checks
     /// ([`Self::consistency_check_period`], every
     /// [`DEFAULT_CONSISTENCY_CHECK_PERIOD`]) from 1.34 on, neither before; the
     /// initial-events-end bookmark at once from 1.32
     /// ([`Self::initial_events_end_at_once`]); the fill through a streaming watch-list
     /// from 1.35 ([`Self::fill_with_watch_list`]; kube's cacher turned its reflector's
     /// watch-list off up to 1.33, and client-go's `WatchListClient` gate is off by
-    /// default up to 1.34).
+    /// default up to 1.34). A caller that turns a gate on or off explicitly sets the
+    /// field after this.
     pub fn with_kube_version(mut self, version: KubeVersion) -> Self {
+        self.watch_list = version.watch_list_default();
         self.initial_events_end_at_once = version >= KubeVersion::V1_32;
         self.fill_with_watch_list = version >= KubeVersion::V1_35;
         let since_1_34 = version >= KubeVersion::V1_34;
@@ -180,6 +206,7 @@ impl<T> fmt::Debug for CacherConfig<T> {
             .field("watch_list", &self.watch_list)
             .field("list_page_size", &self.list_page_size)
             .field("fill_with_watch_list", &self.fill_with_watch_list)
+            .field("fill_watch_list_timeout", &self.fill_watch_list_timeout)
             .field("list_from_cache_snapshot", &self.list_from_cache_snapshot)
             .field("consistency_check_period", &self.consistency_check_period)
             .finish_non_exhaustive()
@@ -194,18 +221,46 @@ mod tests {
 
     /// kube's cacher fills through its reflector's watch-list from 1.35: up to 1.33 it
     /// turns the reflector's watch-list off, and client-go's `WatchListClient` gate is
-    /// off by default until 1.35.
+    /// off by default until 1.35. The `WatchList` gate, which the fill needs too, is on
+    /// at 1.32 and from 1.34: so the cache streams its fill from 1.35 on.
     #[test]
     fn fill_with_watch_list_follows_the_kube_version() {
-        for &version in KubeVersion::ALL {
+        // (minor, `WatchList` gate, `WatchListClient` for the cache's fill)
+        let table = [
+            (31, false, false),
+            (32, true, false),
+            (33, false, false),
+            (34, true, false),
+            (35, true, true),
+            (36, true, true),
+            (37, true, true),
+        ];
+        let minors: Vec<u32> = KubeVersion::ALL.iter().map(|v| v.minor()).collect();
+        let listed: Vec<u32> = table.iter().map(|(minor, ..)| *minor).collect();
+        assert_eq!(minors, listed, "every known minor has a row");
+        for (minor, watch_list, fill_with_watch_list) in table {
+            let version = KubeVersion::from_minor(minor).unwrap();
             let config =
                 CacherConfig::<DynamicObject>::new("/pods", "pods").with_kube_version(version);
+            assert_eq!(config.watch_list, watch_list, "{version}: watch_list");
             assert_eq!(
-                config.fill_with_watch_list,
-                version >= KubeVersion::V1_35,
-                "{version:?}"
+                config.fill_with_watch_list, fill_with_watch_list,
+                "{version}: fill_with_watch_list"
+            );
+            let streams = config.watch_list && config.fill_with_watch_list;
+            assert_eq!(
+                streams,
+                minor >= 35,
+                "{version}: fills through a watch-list"
             );
         }
-        assert!(CacherConfig::<DynamicObject>::new("/pods", "pods").fill_with_watch_list);
+        let bare = CacherConfig::<DynamicObject>::new("/pods", "pods");
+        assert!(bare.fill_with_watch_list);
+        // A bare configuration keeps v0.31.1's gate, off.
+        assert!(!bare.watch_list);
+        assert_eq!(
+            bare.fill_watch_list_timeout,
+            super::DEFAULT_FILL_WATCH_LIST_TIMEOUT
+        );
     }
 }

@@ -17,11 +17,21 @@
 //! and client-go then lists instead; so does this, without asking the backend; and
 //! likewise when the backend does not say it serves watch-lists
 //! ([`Storage::supports_watch_list`]: its own `WatchList` gate is off, and it would
-//! ignore `sendInitialEvents`; kube's one gate covers both). When the backend refuses the streaming watch (an error, or an error event before the end
-//! of the initial events), or answers with something a watch-list never sends before
-//! its end (a change, a plain bookmark: a backend that ignored `sendInitialEvents`
-//! after all), or the stream ends early, the round falls back to the paged list, as
-//! client-go's `ListAndWatchWithContext` does.
+//! ignore `sendInitialEvents`; kube's one gate covers both). When the backend refuses
+//! the streaming watch (an error, or an error event before the end of the initial
+//! events), or answers with something a watch-list never sends before its end (a
+//! change, a plain bookmark: a backend that ignored `sendInitialEvents` after all), or
+//! the stream ends early, the round falls back to the paged list, as client-go's
+//! `ListAndWatchWithContext` does.
+//!
+//! So does it when the end of the initial events has not come within
+//! [`CacherConfig::fill_watch_list_timeout`] (5 minutes by default) of asking for the
+//! watch: the stalled stream is dropped and the round lists. client-go gets there by
+//! another road: its reflector's watch asks for a timeout of 5 to 10 minutes, the
+//! server ends the watch then, and the failed watch-list falls back to listing. A
+//! limit of our own does not rely on the backend ending the watch, so a backend that
+//! stalls (sends nothing, or some initial events and then nothing) cannot keep the
+//! cache unready.
 //!
 //! Unlike client-go, the streaming watch always asks for the latest state (an empty
 //! resourceVersion) rather than first retrying the reflector's last revision: the
@@ -31,13 +41,16 @@
 //! [`CacherConfig::list_page_size`]: crate::CacherConfig::list_page_size
 //! [`CacherConfig::fill_with_watch_list`]: crate::CacherConfig::fill_with_watch_list
 //! [`CacherConfig::watch_list`]: crate::CacherConfig::watch_list
+//! [`CacherConfig::fill_watch_list_timeout`]: crate::CacherConfig::fill_watch_list_timeout
 
 use std::future::poll_fn;
+use std::time::Duration;
 
 use apistore_storage::{
     ApiObject as _, INITIAL_EVENTS_END_ANNOTATION, ListOptions, ResourceVersionMatch,
     SelectionPredicate, Storage, StorageError, WatchEvent, WatchStream,
 };
+use tokio::time::{Instant, timeout_at};
 
 use crate::cacher::Shared;
 
@@ -95,13 +108,27 @@ fn watch_list_options() -> ListOptions {
 
 /// Every object of the resource from one streaming watch-list, up to its
 /// initial-events-end bookmark; an error (naming the prefix) when the backend refused
-/// it or did not stream as a watch-list does.
+/// it, did not stream as a watch-list does, or did not end the initial events within
+/// the configured limit (the stream is dropped then).
 async fn stream_all<S: Storage>(shared: &Shared<S>) -> Result<Filled<S::Object>, StorageError> {
     let prefix = shared.settings.resource_prefix.as_str();
-    let mut stream = shared.storage.watch(prefix, &watch_list_options()).await?;
+    let limit = shared.settings.fill_watch_list_timeout;
+    // One deadline for the whole fill, opening the watch included: a backend that
+    // trickles events must not keep it going by resetting a per-event timer. A limit
+    // too far off to be an instant is no limit.
+    let deadline = Instant::now().checked_add(limit);
+    let options = watch_list_options();
+    let Some(opened) = before(deadline, shared.storage.watch(prefix, &options)).await else {
+        return Err(initial_events_timed_out(prefix, 0, limit));
+    };
+    let mut stream = opened?;
     let mut objects = Vec::new();
     loop {
-        let event = poll_fn(|cx| stream.as_mut().poll_next(cx)).await;
+        let next = poll_fn(|cx| stream.as_mut().poll_next(cx));
+        let Some(event) = before(deadline, next).await else {
+            // Returning drops the stream, and with it the backend's watch.
+            return Err(initial_events_timed_out(prefix, objects.len(), limit));
+        };
         match event {
             Some(WatchEvent::Added(object)) => objects.push(object),
             Some(WatchEvent::Bookmark(mut bookmark)) => {
@@ -155,6 +182,25 @@ async fn stream_all<S: Storage>(shared: &Shared<S>) -> Result<Filled<S::Object>,
     }
 }
 
+/// What `future` gives, unless `deadline` passes first (`None`: it never does).
+async fn before<F: Future>(deadline: Option<Instant>, future: F) -> Option<F::Output> {
+    match deadline {
+        Some(deadline) => timeout_at(deadline, future).await.ok(),
+        None => Some(future.await),
+    }
+}
+
+/// The error of a watch-list whose initial events did not end within `limit`, after
+/// `count` of them.
+fn initial_events_timed_out(prefix: &str, count: usize, limit: Duration) -> StorageError {
+    StorageError::Timeout {
+        key: prefix.to_owned(),
+        message: format!(
+            "the streaming watch-list sent {count} initial events but not their end within {limit:?}"
+        ),
+    }
+}
+
 /// The error of a watch-list the backend did not serve as one.
 fn not_a_watch_list(prefix: &str, what: String) -> StorageError {
     StorageError::Internal {
@@ -182,4 +228,26 @@ async fn list_all<S: Storage>(shared: &Shared<S>) -> Result<(Vec<S::Object>, u64
         token = page.metadata.continue_token;
     }
     Ok((objects, revision))
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use apistore_storage::{ErrorKind, StorageError};
+
+    use super::initial_events_timed_out;
+
+    /// The log line of a fallback says which resource, how far the stream got and how
+    /// long it was given.
+    #[test]
+    fn a_timed_out_fill_names_the_prefix_the_events_and_the_limit() {
+        let err = initial_events_timed_out("/pods", 2, Duration::from_millis(200));
+        assert!(matches!(&err, StorageError::Timeout { key, .. } if key == "/pods"));
+        assert_eq!(err.kind(), ErrorKind::Timeout);
+        let text = err.to_string();
+        for part in ["\"/pods\"", "sent 2 initial events", "within 200ms"] {
+            assert!(text.contains(part), "{part} in {text}");
+        }
+    }
 }

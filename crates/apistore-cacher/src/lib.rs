@@ -86,7 +86,8 @@ mod window;
 
 pub use cacher::Cacher;
 pub use config::{
-    CacherConfig, DEFAULT_BOOKMARK_FREQUENCY, DEFAULT_LIST_PAGE_SIZE, namespace_key_fn,
+    CacherConfig, DEFAULT_BOOKMARK_FREQUENCY, DEFAULT_FILL_WATCH_LIST_TIMEOUT,
+    DEFAULT_LIST_PAGE_SIZE, namespace_key_fn,
 };
 pub use consistency::{ConsistencyCheck, DEFAULT_CONSISTENCY_CHECK_PERIOD};
 pub use index::CacheIndex;

@@ -72,6 +72,19 @@ impl KubeVersion {
         // The minors are consecutive from OLDEST.
         (self.minor() - Self::OLDEST.minor()) as usize
     }
+
+    /// The default of kube-apiserver's `WatchList` feature gate at this version: off
+    /// at 1.31 (alpha), on at 1.32 (beta), off again at 1.33, on from 1.34 (the gate's
+    /// versioned defaults in k8s.io/apiserver's `kube_features.go`).
+    ///
+    /// One gate covers both halves of a watch-list in kube-apiserver: whether a store
+    /// honours `sendInitialEvents`, and whether the watch cache serves watch-lists and
+    /// fills itself through one. This is the bottom crate's answer so that every layer
+    /// (the backends' `ResourceConfig`, the watch cache's `CacherConfig`) takes a
+    /// version's default from the same place.
+    pub const fn watch_list_default(self) -> bool {
+        matches!(self, Self::V1_32) || self.minor() >= Self::V1_34.minor()
+    }
 }
 
 impl Default for KubeVersion {
@@ -189,6 +202,16 @@ mod tests {
                 "{bad:?}"
             );
         }
+    }
+
+    #[test]
+    fn the_watch_list_gate_defaults_as_kube_features_go_says() {
+        let on: Vec<u32> = KubeVersion::ALL
+            .iter()
+            .filter(|v| v.watch_list_default())
+            .map(|v| v.minor())
+            .collect();
+        assert_eq!(on, [32, 34, 35, 36, 37]);
     }
 
     #[test]

@@ -141,16 +141,16 @@ impl ApiStore {
             None => {
                 let store = self.canonical_store::<T>(resource);
                 let layout = self.resource_layout(resource);
-                // Snapshots (Exact and continued lists from memory) from kube 1.34 on.
+                // The cacher of the recipe's kube: snapshots (Exact and continued lists
+                // from memory) from 1.34 on, and kube's one `WatchList` gate at the
+                // version's default, the one the etcd3 store is given too (on at 1.32
+                // and from 1.34: the cache then fills through a watch-list from 1.35,
+                // and serves them, given progress requests).
                 let mut config = CacherConfig::new(
                     format!("/{}", layout.key_prefix),
                     layout.group_resource.to_string(),
                 )
                 .with_kube_version(self.recipe.kube_version);
-                // kube's one `WatchList` gate covers the cacher and the etcd3 store alike:
-                // on at 1.32 and from 1.34 (the cache then fills through a watch-list
-                // from 1.35, and serves them, given progress requests).
-                config.watch_list = apistore_backend::watch_list_default(self.recipe.kube_version);
                 config.consistent_reads_from_cache = store
                     .check_request_watch_progress_support()
                     .await

@@ -4,7 +4,9 @@
 //! watch streams end when told to, whose later watches can be held at a gate, whose
 //! watches can be told to lose the events of one object (a cache that is then
 //! inconsistent with the store), and which can refuse watches with
-//! `sendInitialEvents` (kube's cacher's `listerWatcher` with the `WatchList` gate off).
+//! `sendInitialEvents` (kube's cacher's `listerWatcher` with the `WatchList` gate off)
+//! or stall them (a backend that says it serves watch-lists but never ends their
+//! initial events).
 
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
@@ -29,6 +31,12 @@ pub struct Wrapped<S = MemoryStore<Pod>> {
     pub watch_requests: Arc<Mutex<Vec<ListOptions>>>,
     /// When set, a watch with `sendInitialEvents` is refused with an error.
     pub refuse_watch_list: Arc<AtomicBool>,
+    /// When set to `Some(n)`, a watch with `sendInitialEvents` passes on the first `n`
+    /// events of the store's stream and then nothing, without ending: a watch-list
+    /// whose initial events never end.
+    pub stall_watch_list: Option<usize>,
+    /// How many stalled streams (see `stall_watch_list`) were dropped.
+    pub stalled_dropped: Arc<AtomicUsize>,
     /// Ends every watch stream asked for before it is notified (`notify_waiters`).
     pub cut: Arc<Notify>,
     /// When set, every watch after the first waits for a permit.
@@ -61,6 +69,8 @@ impl<S> Wrapped<S> {
             watches: Arc::default(),
             watch_requests: Arc::default(),
             refuse_watch_list: Arc::default(),
+            stall_watch_list: None,
+            stalled_dropped: Arc::default(),
             cut: Arc::new(Notify::new()),
             gate: None,
             lost: Arc::default(),
@@ -107,6 +117,15 @@ impl<S> Wrapped<S> {
     /// The options of the watches asked for so far, taken.
     pub fn take_watch_requests(&self) -> Vec<ListOptions> {
         std::mem::take(&mut *self.watch_requests.lock().unwrap())
+    }
+}
+
+/// Adds one to its count when dropped.
+struct DropCounter(Arc<AtomicUsize>);
+
+impl Drop for DropCounter {
+    fn drop(&mut self) {
+        self.0.fetch_add(1, Ordering::SeqCst);
     }
 }
 
@@ -163,6 +182,18 @@ impl<S: Storage<Object = Pod>> Storage for Wrapped<S> {
             gate.acquire().await.unwrap().forget();
         }
         let stream = self.store.watch(key, options).await?;
+        if let (Some(passed), Some(true)) = (self.stall_watch_list, options.send_initial_events) {
+            // Held by the stream: counts the stream's drop.
+            let dropped = DropCounter(Arc::clone(&self.stalled_dropped));
+            return Ok(Box::pin(
+                stream
+                    .take(passed)
+                    .chain(futures::stream::pending())
+                    .inspect(move |_| {
+                        let _held = &dropped;
+                    }),
+            ));
+        }
         let lost = Arc::clone(&self.lost);
         let kept = move |event: &WatchEvent<Pod>| {
             let name = match event {
