@@ -17,7 +17,7 @@
 //! - [`list`]: where a list starts, the loop over its pages and the continue token it
 //!   ends with, and the 410s after compaction (`GetList`, `resolveGetListRev`,
 //!   `interpretListError` of `etcd3/store.go`);
-//! - [`write`]: the guaranteed update and the conditional delete, decided once over a
+//! - [`write`](mod@write): the guaranteed update and the conditional delete, decided once over a
 //!   backend's two transactions ([`CompareAndSwap`]) (`GuaranteedUpdate`,
 //!   `conditionalDelete` of `etcd3/store.go`);
 //! - [`watch`]: where a watch starts and what it sends first, the checks before its

@@ -46,7 +46,7 @@ pub enum Swap {
 }
 
 /// The transactions a backend offers the write decisions, on keys already prepared
-/// ([`crate::key::KeyScope::prepare_key`]).
+/// ([`KeyScope::prepare_key`](crate::KeyScope::prepare_key)).
 pub trait CompareAndSwap: Sync {
     /// What a put needs ready before its transaction (etcd3: the lease of a TTL).
     type PutOptions: Send;

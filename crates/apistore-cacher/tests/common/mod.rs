@@ -118,6 +118,15 @@ where
         self.inner.compact(resource_version).await;
     }
 
+    /// The cache's watch has read every change up to `resource_version`.
+    async fn caught_up(&self, resource_version: &str) {
+        let rv: u64 = resource_version.parse().unwrap();
+        self.cacher
+            .wait_until_fresh(rv)
+            .await
+            .unwrap_or_else(|err| panic!("the cache did not reach {rv}: {err}"));
+    }
+
     fn create_on_read(&self, next: Option<PodFactory>) -> bool {
         self.inner.create_on_read(next)
     }
