@@ -109,11 +109,8 @@ where
     /// on which the cache lists again; until it has, it answers 429 "storage is
     /// (re)initializing". On a busy machine the watch is often that far behind.
     async fn compact(&self, resource_version: &str) {
+        self.caught_up(resource_version).await;
         let rv: u64 = resource_version.parse().unwrap();
-        self.cacher
-            .wait_until_fresh(rv)
-            .await
-            .unwrap_or_else(|err| panic!("the cache did not reach {rv} to compact: {err}"));
         self.cacher.forget_events_through(rv);
         self.inner.compact(resource_version).await;
     }
