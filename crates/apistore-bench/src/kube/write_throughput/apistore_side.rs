@@ -156,8 +156,8 @@ impl Bench {
     }
 }
 
-/// Records a write's revision as the newest, as kube's writers store theirs (the
-/// last to finish wins, whichever revision is higher).
+/// Records a write's revision as the newest, as kube's writers store theirs: the last
+/// writer to store wins, even when a slower writer's revision is the lower one.
 fn note_revision(latest: &AtomicU64, resource_version: &str) {
     if let Ok(revision) = resource_version.parse::<u64>() {
         latest.store(revision, Ordering::Relaxed);
