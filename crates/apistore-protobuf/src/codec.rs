@@ -179,9 +179,14 @@ where
                 .map(Bytes::from)
                 .map_err(|e| CodecError::Encode(Box::new(e))),
             MediaType::Protobuf => {
-                // Straight to JSON text, which the encoder reads as Go's decoder would
-                // (any key order, the last of repeated keys winning): no `Value` tree
-                // of the whole object built and dropped in between.
+                // Straight from the object's `Serialize` to protobuf when that writer
+                // is sure of the bytes (nearly always: ser/)...
+                if let Some(b) = self.protobuf().encode_serialize(object) {
+                    return Ok(Bytes::from(b));
+                }
+                // ...else through JSON text, which the encoder reads as Go's decoder
+                // would (any key order, the last of repeated keys winning), and which
+                // names what is wrong with an object it refuses.
                 let text =
                     serde_json::to_vec(object).map_err(|e| CodecError::Encode(Box::new(e)))?;
                 match self.protobuf().encode_json(&text) {

@@ -83,6 +83,28 @@ impl<'s> Encoder<'s> {
         Ok(())
     }
 
+    /// Writes what [`Self::object`] writes for the non-inline field `f` of a struct
+    /// whose JSON has no value for it (absent or null): its zero value, or nothing for
+    /// a pointer, slice or map. The serde writer (`ser/`) fills its gaps with this.
+    pub(crate) fn absent_field(
+        &mut self,
+        f: &'s crate::schema::Field,
+        out: &mut Vec<u8>,
+    ) -> Result<(), ProtobufError> {
+        self.field(&f.ty, f.tag, None, out)
+    }
+
+    /// Writes what a `null` list element or map value of type `ty` becomes: the
+    /// type's zero value under `tag`.
+    pub(crate) fn absent_value(
+        &mut self,
+        ty: &'s Ty,
+        tag: u32,
+        out: &mut Vec<u8>,
+    ) -> Result<(), ProtobufError> {
+        self.value(ty, tag, None, out)
+    }
+
     fn struct_body(
         &mut self,
         m: &'s Message,

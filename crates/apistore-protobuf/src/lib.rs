@@ -48,6 +48,7 @@ mod json_write;
 mod lazy;
 mod quantity;
 mod schema;
+mod ser;
 mod sizes;
 mod special;
 mod time;
@@ -200,6 +201,18 @@ impl KubeProtobuf {
         let mut raw = Vec::with_capacity(json.len());
         encode::Encoder::new(&self.schema, kind_name).object(m, &node, &mut raw)?;
         Ok(envelope::write(av, kind, &raw))
+    }
+
+    /// Encodes an object straight from its `Serialize` into the bytes kube-apiserver
+    /// stores, the same bytes [`Self::encode_json`] writes from its JSON text (`ser/`);
+    /// `None` when the object is of a shape only the JSON path writes, or one that path
+    /// refuses (it names the error).
+    pub(crate) fn encode_serialize<T: serde::Serialize + ?Sized>(
+        &self,
+        object: &T,
+    ) -> Option<Vec<u8>> {
+        let (av, kind, raw) = ser::encode(&self.schema, object)?;
+        Some(envelope::write(&av, &kind, &raw))
     }
 
     /// Encodes a JSON value into the bytes kube-apiserver stores.

@@ -110,6 +110,12 @@ pub(crate) struct Message {
     pub(crate) tag_table: Box<[u32]>,
     /// Every JSON name this struct accepts, inline structs flattened, sorted.
     pub(crate) json_names: Vec<Box<str>>,
+    /// For each of `json_names`, the field indices from this struct to the field the
+    /// name belongs to (through inline structs; empty for TypeMeta's `kind` and
+    /// `apiVersion`, which no protobuf field holds; `None` for a name declared twice).
+    pub(crate) json_routes: Vec<Option<Box<[u16]>>>,
+    /// Each field's position in `by_tag` (`u16::MAX` for tag 0, which is not written).
+    pub(crate) rank: Box<[u16]>,
     /// The fields Go's JSON has something for even when they are absent from the
     /// protobuf (not `omitempty`, inline, or a struct), ascending: a walk needs to
     /// look at only these and the fields present.
@@ -182,11 +188,23 @@ impl Schema {
             messages.push(parse_message(name, def, &index)?);
         }
         for i in 0..messages.len() {
-            let mut names = Vec::new();
-            collect_json_names(&messages, i, &mut names, 0);
-            names.sort();
-            names.dedup();
+            let mut routes = Vec::new();
+            collect_routes(&messages, i, &mut Vec::new(), &mut routes);
+            routes.sort_by(|a, b| a.0.cmp(&b.0));
+            let mut names: Vec<Box<str>> = Vec::with_capacity(routes.len());
+            let mut by_name: Vec<Option<Box<[u16]>>> = Vec::with_capacity(routes.len());
+            for (name, route) in routes {
+                if names.last() == Some(&name) {
+                    if let Some(last) = by_name.last_mut() {
+                        *last = None;
+                    }
+                    continue;
+                }
+                names.push(name);
+                by_name.push(Some(route.into_boxed_slice()));
+            }
             messages[i].json_names = names;
+            messages[i].json_routes = by_name;
         }
         let mut kinds = HashMap::new();
         let list = root
@@ -255,22 +273,36 @@ impl Schema {
     }
 }
 
-fn collect_json_names(messages: &[Message], i: usize, out: &mut Vec<Box<str>>, depth: usize) {
-    if depth > 16 {
+/// Every JSON name of struct `i` (inline structs flattened) with its route: the field
+/// indices from `i` down to the field (`prefix` holds the inline fields walked so far).
+fn collect_routes(
+    messages: &[Message],
+    i: usize,
+    prefix: &mut Vec<u16>,
+    out: &mut Vec<(Box<str>, Vec<u16>)>,
+) {
+    if prefix.len() > 16 {
         return;
     }
-    for f in &messages[i].fields {
+    for (fi, f) in messages[i].fields.iter().enumerate() {
+        let Ok(fi) = u16::try_from(fi) else {
+            return;
+        };
         if f.inline {
             if let Ty::Msg(child) = f.ty {
                 if messages[child].special == Special::TypeMeta {
-                    out.push("kind".into());
-                    out.push("apiVersion".into());
+                    out.push(("kind".into(), Vec::new()));
+                    out.push(("apiVersion".into(), Vec::new()));
                 } else {
-                    collect_json_names(messages, child, out, depth + 1);
+                    prefix.push(fi);
+                    collect_routes(messages, child, prefix, out);
+                    prefix.pop();
                 }
             }
         } else {
-            out.push(f.json.clone());
+            let mut route = prefix.clone();
+            route.push(fi);
+            out.push((f.json.clone(), route));
         }
     }
 }
@@ -345,6 +377,10 @@ fn parse_message(name: &str, def: &Value, index: &HashMap<&str, usize>) -> Resul
             !f.omitempty || f.inline || matches!(f.ty, Ty::Msg(_))
         })
         .collect();
+    let mut rank = vec![u16::MAX; fields.len()];
+    for (pos, &i) in by_tag.iter().enumerate() {
+        rank[i] = u16::try_from(pos).map_err(|_| format!("{name}: too many fields"))?;
+    }
     Ok(Message {
         name: name.into(),
         special,
@@ -352,6 +388,8 @@ fn parse_message(name: &str, def: &Value, index: &HashMap<&str, usize>) -> Resul
         by_tag,
         tag_table: tag_table.into_boxed_slice(),
         json_names: Vec::new(),
+        json_routes: Vec::new(),
+        rank: rank.into_boxed_slice(),
         visit_absent,
     })
 }
@@ -408,8 +446,9 @@ mod tests {
         for text in SCHEMA_JSON {
             let s = Schema::load(text).unwrap();
             for (i, m) in s.messages.iter().enumerate() {
-                let mut names = Vec::new();
-                collect_json_names(&s.messages, i, &mut names, 0);
+                let mut routes = Vec::new();
+                collect_routes(&s.messages, i, &mut Vec::new(), &mut routes);
+                let mut names: Vec<Box<str>> = routes.into_iter().map(|r| r.0).collect();
                 let n = names.len();
                 names.sort();
                 names.dedup();

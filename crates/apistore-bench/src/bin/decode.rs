@@ -6,7 +6,7 @@
 //! put the same decodes next to Go's in a full run.
 //!
 //! `cargo run --release -p apistore-bench --bin decode -- [--objects N] [--rounds N]
-//! [--only dynamic|typed|lazy|lazy+body|value|json]`; `--only` with `--rounds 0 --seconds S` loops
+//! [--only dynamic|typed|lazy|lazy+body|value|json|encode|...]`; `--only` with `--rounds 0 --seconds S` loops
 //! that one decode for S seconds and prints nothing per round, for `perf record`.
 //!
 //! Besides the time of a decode whose object is dropped at once (what the kube section
@@ -26,6 +26,9 @@
 //! (callgrind) that is a floor under any decode into the representation; in wall clock
 //! it is not one, since a clone reads its source from memory that, 2,000 objects of
 //! 30-60 KiB later, is out of cache, where a decode reads 2.7 KiB of compact bytes.
+//!
+//! Nor is the last: `encode` writes each decoded `DynamicObject` back as kube's
+//! protobuf (`StorageCodec::encode`, what a create or update pays), keeping the bytes.
 
 // The tool reads only what a window leaves held, not its peak.
 #[allow(dead_code)]
@@ -49,7 +52,7 @@ static ALLOCATOR: alloc::CountingAllocator = alloc::CountingAllocator;
 type BoxError = Box<dyn std::error::Error + Send + Sync>;
 
 /// The representations, in the order each round decodes them.
-const REPRESENTATIONS: [&str; 8] = [
+const REPRESENTATIONS: [&str; 9] = [
     "typed",
     "dynamic",
     "lazy",
@@ -58,6 +61,7 @@ const REPRESENTATIONS: [&str; 8] = [
     "json",
     "clone-typed",
     "clone-dynamic",
+    "encode",
 ];
 
 struct Options {
@@ -144,6 +148,11 @@ fn decode_all(
         "value" => {
             for value in &values.protobuf {
                 hold(Box::new(kp.decode::<serde_json::Value>(value)?));
+            }
+        }
+        "encode" => {
+            for object in &values.dynamic {
+                hold(Box::new(dynamic.encode(object)?));
             }
         }
         "clone-typed" => {
