@@ -117,7 +117,11 @@ impl<'w, 's> MsgWriter<'w, 's> {
         match key {
             Key::Skip => Ok(()),
             Key::Pending(name) => {
-                let value = serde_json::to_value(v).map_err(|_| Fallback)?;
+                // Through its text, so numbers are what the JSON path parses from it
+                // (an f32's text is not its f64).
+                let text = serde_json::to_vec(v).map_err(|_| Fallback)?;
+                let value: serde_json::Value =
+                    serde_json::from_slice(&text).map_err(|_| Fallback)?;
                 let top = self.top.as_mut().ok_or(Fallback)?;
                 top.pending.push((name, value));
                 Ok(())
