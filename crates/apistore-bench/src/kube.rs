@@ -200,11 +200,24 @@ impl Bench {
             ));
             let mut result = Ok(());
             for workload in crud {
-                let rows = match self.kube_crud(go, &store, workload, "", true).await {
+                // Every row's writes stay in etcd's history until compacted; the rows'
+                // history together passes etcd's 2 GiB quota ("database space
+                // exceeded") once the stores write fast enough, so each row starts
+                // compacted (bolt reuses the freed pages).
+                let rows = match self.compact().await {
+                    Ok(()) => self.kube_crud(go, &store, workload, "", true).await,
+                    Err(error) => Err(error),
+                };
+                let rows = match rows {
                     Ok(row) => {
                         out.rows.push(row);
-                        self.kube_crud(go, &lazy_store, workload, ", LazyObject", false)
-                            .await
+                        match self.compact().await {
+                            Ok(()) => {
+                                self.kube_crud(go, &lazy_store, workload, ", LazyObject", false)
+                                    .await
+                            }
+                            Err(error) => Err(error),
+                        }
                     }
                     Err(error) => Err(error),
                 };
