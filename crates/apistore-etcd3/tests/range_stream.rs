@@ -432,10 +432,20 @@ async fn a_watchs_initial_state_streams_at_kube_1_37_on_etcd_3_7() {
             }
         }
         assert_eq!(added, expected, "kube {version}");
-        let (streamed, ranged) = (
-            backend.requests_total(&["listStream"]) - streamed,
-            backend.requests_total(&["list"]) - ranged,
-        );
+        // A stream is recorded when it ends, after its last chunk's events were sent
+        // on (as kube records it when its iterator ends): the watch can hand out every
+        // Added event before that. Wait (bounded) until the read is on record.
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        let (streamed, ranged) = loop {
+            let reads = (
+                backend.requests_total(&["listStream"]) - streamed,
+                backend.requests_total(&["list"]) - ranged,
+            );
+            if reads != (0, 0) || std::time::Instant::now() >= deadline {
+                break reads;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+        };
         let expected_reads = if version == "1.37" && streams {
             (1, 0)
         } else {
