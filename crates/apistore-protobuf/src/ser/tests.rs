@@ -100,8 +100,11 @@ fn writes_every_fixture_as_the_json_path_does() {
         }
     }
     // What the writer leaves to the JSON path by design: the apiextensions schema
-    // unions (CustomResourceDefinition), `[]byte` fields, and floats Go keeps as
-    // integers. Everything else must be written directly.
+    // unions (CustomResourceDefinition), wrapped slices (`ExtraValue`, in the review
+    // kinds' and CertificateSigningRequests' `extra`), and any value a fuzzed case
+    // holds that the writer is unsure of. The committed fixtures leave 7 CRDs and
+    // 31 fuzzed review, CSR and TokenRequest cases; the bound below leaves room for
+    // other fuzz seeds (interop runs the tests on freshly generated fixtures).
     let left = missed
         .iter()
         .filter(|n| !n.contains("CustomResourceDefinition"))
