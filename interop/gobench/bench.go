@@ -255,7 +255,20 @@ func (b *bench) list(ctx context.Context, req request) (response, error) {
 			opts.ResourceVersionMatch = ""
 		}
 	}
-	return drive(req.Callers, req.Seconds, one)
+	before, err := consistentReadsFromCache()
+	if err != nil {
+		return response{}, err
+	}
+	resp, err := drive(req.Callers, req.Seconds, one)
+	if err != nil {
+		return resp, err
+	}
+	after, err := consistentReadsFromCache()
+	if err != nil {
+		return response{}, err
+	}
+	resp.ConsistentFromCache = after - before
+	return resp, nil
 }
 
 // decode times the storage codec's decode of every value under an etcd prefix into a

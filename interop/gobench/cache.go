@@ -18,10 +18,18 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/apiserver/pkg/storage"
 	cacherstorage "k8s.io/apiserver/pkg/storage/cacher"
+	cachermetrics "k8s.io/apiserver/pkg/storage/cacher/metrics"
 	"k8s.io/apiserver/pkg/storage/storagebackend"
 	"k8s.io/client-go/tools/cache"
+	"k8s.io/component-base/metrics/legacyregistry"
 	"k8s.io/klog/v2"
 )
+
+func init() {
+	// kube-apiserver registers the cacher's metrics at start; unregistered, kube's
+	// counters record nothing.
+	cachermetrics.Register()
+}
 
 // latencyAnnotation carries a write's wall-clock time in Unix nanoseconds, so that a
 // watcher can tell how long the write took to reach it (kube's WatchLatencyTracker).
@@ -115,6 +123,32 @@ func (b *bench) stopCache() {
 	b.cache.cacher.Stop()
 	b.cache.destroy()
 	b.cache = nil
+}
+
+// consistentReadsFromCache reads kube's own count of consistent lists its cachers
+// served without falling back to etcd (the delegator records every consistent read
+// it sends to the cache in apiserver_watch_cache_consistent_read_total).
+func consistentReadsFromCache() (uint64, error) {
+	families, err := legacyregistry.DefaultGatherer.Gather()
+	if err != nil {
+		return 0, fmt.Errorf("gather metrics: %w", err)
+	}
+	var served float64
+	for _, family := range families {
+		if family.GetName() != "apiserver_watch_cache_consistent_read_total" {
+			continue
+		}
+		for _, metric := range family.GetMetric() {
+			labels := map[string]string{}
+			for _, pair := range metric.GetLabel() {
+				labels[pair.GetName()] = pair.GetValue()
+			}
+			if labels["success"] == "true" && labels["fallback"] == "false" {
+				served += metric.GetCounter().GetValue()
+			}
+		}
+	}
+	return uint64(served), nil
 }
 
 // cacheStore is the cacher as kube-apiserver's registry uses it (the delegator).

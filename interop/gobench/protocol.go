@@ -81,6 +81,11 @@ type response struct {
 	// successful lists and the items they returned.
 	ListCalls   uint64 `json:"listCalls"`
 	ListObjects uint64 `json:"listObjects"`
+	// ConsistentFromCache is how many consistent lists (no resourceVersion) the
+	// cacher served itself during a list run, without falling back to etcd: what
+	// kube-apiserver counts in apiserver_watch_cache_consistent_read_total with
+	// success="true" and fallback="false".
+	ConsistentFromCache uint64 `json:"consistentFromCache"`
 }
 
 func failure(err error) response {

@@ -63,6 +63,10 @@ pub(crate) struct GoAnswer {
     /// `writeThroughput`'s background lister: the items its lists returned.
     #[serde(default)]
     pub(crate) list_objects: u64,
+    /// Consistent lists kube's cacher served itself during a list run, without
+    /// falling back to etcd (its `apiserver_watch_cache_consistent_read_total`).
+    #[serde(default)]
+    pub(crate) consistent_from_cache: u64,
 }
 
 impl GoAnswer {

@@ -35,6 +35,7 @@ pub(crate) struct Settings {
     pub(crate) fill_watch_list_timeout: Duration,
     pub(crate) list_from_cache_snapshot: bool,
     pub(crate) initial_events_end_at_once: bool,
+    pub(crate) current_revision_from_storage: bool,
 }
 
 /// What the cacher and its reflector task share.
@@ -130,6 +131,7 @@ impl<S: Storage + 'static> Cacher<S> {
                 fill_watch_list_timeout: config.fill_watch_list_timeout,
                 list_from_cache_snapshot: config.list_from_cache_snapshot,
                 initial_events_end_at_once: config.initial_events_end_at_once,
+                current_revision_from_storage: config.current_revision_from_storage,
             },
             metrics,
             relist: Notify::new(),

@@ -104,6 +104,15 @@ pub struct CacherConfig<T> {
     /// Every [`DEFAULT_CONSISTENCY_CHECK_PERIOD`] by default, as for the newest kube;
     /// [`Self::with_kube_version`] turns it off for 1.31–1.33.
     pub consistency_check_period: Option<Duration>,
+    /// Ask the backend for its current revision through
+    /// [`Storage::get_current_resource_version`](apistore_storage::Storage::get_current_resource_version)
+    /// (kube 1.33+: the etcd3 store reads the resource prefix's own key, one key),
+    /// rather than through a list of one item under the prefix (kube 1.31-1.32's
+    /// `GetCurrentResourceVersionFromStorage`, for which etcd counts every key under
+    /// the prefix). A consistent list from the cache and a watch-list without a
+    /// resourceVersion start with that question. On by default, as for the newest
+    /// kube; [`Self::with_kube_version`] turns it off for 1.31-1.32.
+    pub current_revision_from_storage: bool,
     /// Where to record metrics; `None` records into unregistered ones.
     pub metrics: Option<CacherMetrics>,
 }
@@ -128,6 +137,7 @@ impl<T: ApiObject> CacherConfig<T> {
             list_from_cache_snapshot: true,
             initial_events_end_at_once: true,
             consistency_check_period: Some(DEFAULT_CONSISTENCY_CHECK_PERIOD),
+            current_revision_from_storage: true,
             metrics: None,
         }
     }
@@ -158,12 +168,14 @@ impl<T: ApiObject> CacherConfig<T> {
     /// ([`Self::initial_events_end_at_once`]); the fill through a streaming watch-list
     /// from 1.35 ([`Self::fill_with_watch_list`]; kube's cacher turned its reflector's
     /// watch-list off up to 1.33, and client-go's `WatchListClient` gate is off by
-    /// default up to 1.34). A caller that turns a gate on or off explicitly sets the
+    /// default up to 1.34); the current revision from the backend's own answer from
+    /// 1.33 ([`Self::current_revision_from_storage`]). A caller that turns a gate on or off explicitly sets the
     /// field after this.
     pub fn with_kube_version(mut self, version: KubeVersion) -> Self {
         self.watch_list = version.watch_list_default();
         self.initial_events_end_at_once = version >= KubeVersion::V1_32;
         self.fill_with_watch_list = version >= KubeVersion::V1_35;
+        self.current_revision_from_storage = version >= KubeVersion::V1_33;
         let since_1_34 = version >= KubeVersion::V1_34;
         self.list_from_cache_snapshot = since_1_34;
         self.consistency_check_period = since_1_34.then_some(DEFAULT_CONSISTENCY_CHECK_PERIOD);
@@ -209,6 +221,10 @@ impl<T> fmt::Debug for CacherConfig<T> {
             .field("fill_watch_list_timeout", &self.fill_watch_list_timeout)
             .field("list_from_cache_snapshot", &self.list_from_cache_snapshot)
             .field("consistency_check_period", &self.consistency_check_period)
+            .field(
+                "current_revision_from_storage",
+                &self.current_revision_from_storage,
+            )
             .finish_non_exhaustive()
     }
 }

@@ -350,9 +350,13 @@ impl<S: Storage> Shared<S> {
         Ok(ObjectList::new(selected, metadata))
     }
 
-    /// The backend's current revision, from a one-item list (kube's
+    /// The backend's current revision: its own answer (kube 1.33+'s
+    /// `GetCurrentResourceVersion`), or from a one-item list (1.31-1.32's
     /// `GetCurrentResourceVersionFromStorage`).
     pub(crate) async fn current_revision(&self) -> Result<u64> {
+        if self.settings.current_revision_from_storage {
+            return self.storage.get_current_resource_version().await;
+        }
         let options = ListOptions::prefix().limit(1);
         let page = self
             .storage

@@ -581,3 +581,53 @@ async fn test_consistent_list() {
         assert_eq!(out.metadata.resource_version, want, "{name}");
     }
 }
+
+/// Where a consistent list learns the backend's current revision: kube 1.33+'s cacher
+/// asks the store (`GetCurrentResourceVersion`: the etcd3 store reads one key), 1.31
+/// and 1.32's list one item under the resource prefix (for which etcd counts every key
+/// under it). Either way the list answers the current revision.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_consistent_list_asks_the_backend_for_its_current_revision_from_1_33() {
+    for version in KubeVersion::ALL.iter().copied() {
+        let backend = Recording::new(KvConfig::default());
+        create(&backend, Pod::new("ns", "a")).await;
+        let cacher = cacher(&backend, config_of(version, true)).await;
+        // A write outside the prefix: the current revision is past the cache's.
+        backend.store.kv().raw_put("compact_rev_key", "x");
+        let current = backend.store.get_current_resource_version().await.unwrap();
+        let asked_before = backend.current_revisions.load(Ordering::SeqCst);
+        backend.lists.lock().unwrap().clear();
+
+        let out = cacher
+            .list("/pods/ns", &ListOptions::prefix())
+            .await
+            .unwrap();
+
+        assert_eq!(
+            out.metadata.resource_version,
+            current.to_string(),
+            "{version}"
+        );
+        assert_eq!(out.items.len(), 1, "{version}");
+        let asked = backend.current_revisions.load(Ordering::SeqCst) - asked_before;
+        let one_item_lists: Vec<_> = backend
+            .lists
+            .lock()
+            .unwrap()
+            .iter()
+            .filter(|(key, options)| key == "/pods" && options.predicate.limit == 1)
+            .cloned()
+            .collect();
+        if version >= KubeVersion::V1_33 {
+            assert_eq!(asked, 1, "{version}: the backend asked once");
+            assert!(one_item_lists.is_empty(), "{version}: {one_item_lists:?}");
+        } else {
+            assert_eq!(asked, 0, "{version}: the backend not asked");
+            assert_eq!(one_item_lists.len(), 1, "{version}: {one_item_lists:?}");
+        }
+        assert!(
+            backend.take_request_lists().is_empty(),
+            "{version}: the list itself came from the cache"
+        );
+    }
+}

@@ -11,6 +11,14 @@
 //! - `kube cache list RV=0 whole|namespace, <representation>`: one caller listing every
 //!   Pod, or one namespace's 100 (rotating over the 100), with resourceVersion "0"
 //!   (NotOlderThan), served from the cache;
+//! - `kube cache list RV="" whole|namespace, <representation>`: the same lists with no
+//!   resourceVersion (consistent, kube 1.37's default for a `kubectl get`), which
+//!   each cache serves itself after a progress request brings it to etcd's current
+//!   revision (kube's `ConsistentListFromCache`, GA at 1.34). Measured only on an etcd
+//!   that answers progress requests (3.4.31+, 3.5.13+), where both caches take that
+//!   path; each side's own count of consistent reads served without falling back to
+//!   etcd (`apiserver_watch_cache_consistent_read_total`) must equal its lists, or the
+//!   run says which side fell back;
 //! - `kube cache watchers`: [`watchers`] watchers of one namespace on each side's
 //!   cache while [`WRITERS`] raw etcd-client writers (the bench's, for both sides, so
 //!   that the writes cost neither) create Pods in it; the median over watchers of the
@@ -27,7 +35,7 @@ use std::hint::black_box;
 use std::sync::Arc;
 use std::time::Instant;
 
-use apistore_cacher::{Cacher, CacherConfig};
+use apistore_cacher::{Cacher, CacherConfig, CacherMetrics};
 use apistore_etcd3::{Etcd3Store, StoreConfig};
 use apistore_protobuf::{KubeProtobuf, LazyCodec, MediaType, StorageCodec};
 use apistore_storage::{
@@ -35,6 +43,7 @@ use apistore_storage::{
 };
 use apistore_value::IdentityTransformer;
 use bytes::Bytes;
+use prometheus::Registry;
 use serde_json::json;
 
 use super::{KubePod, RESOURCE, SPREAD, encoded_pod, group_selected, namespace_of, node_of};
@@ -99,8 +108,14 @@ where
 }
 
 /// A cache of Pods as `T`, configured as kube's registry configures the Pods' cacher
-/// (the namespace key function, an index on `spec.nodeName`).
-fn pod_cache<T>(bench: &Bench, codec: impl Codec<T>) -> PodCache<T>
+/// (the namespace key function, an index on `spec.nodeName`), recording its metrics in
+/// `registry`. It serves consistent lists itself when its etcd answers progress
+/// requests: kube 1.37's cacher decides the same from the same check of its store.
+async fn pod_cache<T>(
+    bench: &Bench,
+    codec: impl Codec<T>,
+    registry: &Registry,
+) -> Result<PodCache<T>>
 where
     T: ApiObject + Clone + Default + Send + Sync + 'static,
 {
@@ -110,16 +125,84 @@ where
         Arc::new(SharedCodec(codec)),
         Arc::new(IdentityTransformer),
     );
-    Cacher::new(
-        store,
-        CacherConfig::new(format!("/{RESOURCE}"), RESOURCE).with_field_index("spec.nodeName"),
-    )
+    let mut config =
+        CacherConfig::new(format!("/{RESOURCE}"), RESOURCE).with_field_index("spec.nodeName");
+    config.consistent_reads_from_cache = store.check_request_watch_progress_support().await?;
+    config.metrics = Some(
+        CacherMetrics::register(registry)
+            .map_err(|err| BenchError::Invalid(format!("cacher metrics: {err}")))?,
+    );
+    Ok(Cacher::new(store, config))
+}
+
+/// apistore's cache of Pods, ready and holding etcd's current revision.
+pub(super) struct FilledCache<T: ApiObject + Clone + Default + Send + Sync + 'static> {
+    /// The cache.
+    pub(super) cache: PodCache<T>,
+    /// The revision it holds: etcd's when the cache was asked for.
+    pub(super) revision: i64,
+    /// Where it records its metrics.
+    registry: Registry,
+}
+
+impl<T: ApiObject + Clone + Default + Send + Sync + 'static> FilledCache<T> {
+    /// Consistent lists the cache served itself, without falling back to etcd (its
+    /// `apiserver_watch_cache_consistent_read_total{success="true",fallback="false"}`).
+    fn consistent_reads_from_cache(&self) -> u64 {
+        let served = apistore_testing::metrics::counter(
+            &self.registry,
+            "apiserver_watch_cache_consistent_read_total",
+            &[("success", "true"), ("fallback", "false")],
+        );
+        served as u64
+    }
 }
 
 /// Everything at resourceVersion "0": what a cache serves from memory.
 fn from_cache() -> ListOptions {
     ListOptions::prefix().at("0", ResourceVersionMatch::NotOlderThan)
 }
+
+/// A list's resourceVersion: "0" from the cache as it is, or none (consistent).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum ListRv {
+    Zero,
+    Consistent,
+}
+
+impl ListRv {
+    /// The row names' spelling.
+    fn name(self) -> &'static str {
+        match self {
+            Self::Zero => "RV=0",
+            Self::Consistent => "RV=\"\"",
+        }
+    }
+
+    fn options(self) -> ListOptions {
+        match self {
+            Self::Zero => from_cache(),
+            Self::Consistent => ListOptions::prefix(),
+        }
+    }
+
+    /// How the Go arm's protocol spells it: resourceVersion and its match.
+    fn wire(self) -> (&'static str, &'static str) {
+        match self {
+            Self::Zero => ("0", "NotOlderThan"),
+            Self::Consistent => ("", ""),
+        }
+    }
+}
+
+/// The list rows of one representation, in order: whole and by namespace, at
+/// resourceVersion "0" and consistent.
+const LIST_ROWS: [(ListRv, bool); 4] = [
+    (ListRv::Zero, true),
+    (ListRv::Zero, false),
+    (ListRv::Consistent, true),
+    (ListRv::Consistent, false),
+];
 
 /// Whether any row of this file or of write_throughput/ is selected.
 pub(super) fn selected(settings: &crate::settings::Settings) -> bool {
@@ -178,14 +261,33 @@ impl Bench {
         C: Codec<T>,
     {
         let memory_name = format!("{CACHE} memory/Pod, {representation}");
-        let list_names = [
-            format!("{CACHE} list RV=0 whole, {representation}"),
-            format!("{CACHE} list RV=0 namespace, {representation}"),
-        ];
+        let list_names = LIST_ROWS.map(|(rv, whole)| {
+            let scope = if whole { "whole" } else { "namespace" };
+            format!("{CACHE} list {} {scope}, {representation}", rv.name())
+        });
         let memory_selected = self.settings.selected(&memory_name);
-        let lists_selected = list_names.clone().map(|name| self.settings.selected(&name));
+        let mut lists_selected = list_names.clone().map(|name| self.settings.selected(&name));
         if !memory_selected && !lists_selected.contains(&true) {
             return Ok(());
+        }
+        let consistent_selected = LIST_ROWS
+            .iter()
+            .zip(lists_selected)
+            .any(|((rv, _), selected)| *rv == ListRv::Consistent && selected);
+        if consistent_selected
+            && !self
+                .shared_store()
+                .check_request_watch_progress_support()
+                .await?
+        {
+            for ((rv, _), selected) in LIST_ROWS.iter().zip(&mut lists_selected) {
+                *selected &= *rv != ListRv::Consistent;
+            }
+            out.notes.push(format!(
+                "{CACHE} list RV=\"\", {representation}: not measured; this etcd does not \
+                 answer progress requests correctly (3.4.31+ or 3.5.13+ does), so neither \
+                 cache serves a consistent list"
+            ));
         }
         println!("  {CACHE} memory and lists, {representation}");
         let memory_spec = [spec("memory/cached Pod", Unit::Bytes, false, Some(1.0))];
@@ -194,18 +296,30 @@ impl Bench {
             spec("client CPU/list", Unit::CpuSeconds, false, None),
         ];
         let mut memory = Collector::new(&memory_spec);
-        let mut lists = [Collector::new(&list_specs), Collector::new(&list_specs)];
+        let mut lists = LIST_ROWS.map(|_| Collector::new(&list_specs));
+        // Runs in which a side's cache did not serve every consistent list itself.
+        let mut fell_back: Vec<String> = Vec::new();
         let namespaces: Vec<String> = (0..SPREAD).map(|n| namespace_of(n * SPREAD)).collect();
         let run = self.settings.run;
         for _ in 0..self.settings.rounds {
             if self.runs(Side::Apistore) {
                 let window = Window::open();
-                let (cache, _) = self.filled_pod_cache(codec()).await?;
+                let filled = self.filled_pod_cache(codec()).await?;
                 let held = window.close().net;
-                let cached = cache.list(RESOURCE, &from_cache()).await?.items.len();
+                let cached = filled
+                    .cache
+                    .list(RESOURCE, &from_cache())
+                    .await?
+                    .items
+                    .len();
                 memory.push(Side::Apistore, vec![held as f64 / cached.max(1) as f64]);
-                for (whole, collector) in [true, false].into_iter().zip(&mut lists) {
-                    let (cache, namespaces) = (cache.clone(), Arc::new(namespaces.clone()));
+                for ((&(rv, whole), collector), selected) in
+                    LIST_ROWS.iter().zip(&mut lists).zip(lists_selected)
+                {
+                    if !selected {
+                        continue;
+                    }
+                    let (cache, namespaces) = (filled.cache.clone(), Arc::new(namespaces.clone()));
                     let op = driver::op(move |caller, seq| {
                         let (cache, namespaces) = (cache.clone(), Arc::clone(&namespaces));
                         async move {
@@ -215,7 +329,7 @@ impl Bench {
                                 let n = super::pick(caller, seq, namespaces.len() as u64);
                                 format!("{RESOURCE}/{}", namespaces[n as usize])
                             };
-                            let list = cache.list(&key, &from_cache()).await?;
+                            let list = cache.list(&key, &rv.options()).await?;
                             if list.items.is_empty() {
                                 return Err(BenchError::Invalid(format!("{key}: empty list")));
                             }
@@ -223,7 +337,12 @@ impl Bench {
                             Ok(())
                         }
                     });
+                    let served_before = filled.consistent_reads_from_cache();
                     let sample = driver::drive(&self.cpu, 1, Plan::For(run), &op, None).await?;
+                    let served = filled.consistent_reads_from_cache() - served_before;
+                    if rv == ListRv::Consistent && served != sample.ops {
+                        fell_back.push(format!("apistore {served} of {}", sample.ops));
+                    }
                     collector.push(
                         Side::Apistore,
                         vec![sample.latency(0.5), sample.client_cpu_per_op()],
@@ -237,18 +356,31 @@ impl Bench {
                     .iter()
                     .map(|ns| format!("/{RESOURCE}/{ns}"))
                     .collect();
-                for (whole, collector) in [true, false].into_iter().zip(&mut lists) {
+                for ((&(rv, whole), collector), selected) in
+                    LIST_ROWS.iter().zip(&mut lists).zip(lists_selected)
+                {
+                    if !selected {
+                        continue;
+                    }
+                    let (resource_version, resource_version_match) = rv.wire();
                     let answer = Self::ask(
                         go,
                         &json!({
                             "op": "list", "cache": true,
                             "keys": if whole { vec![format!("/{RESOURCE}")] } else { keys.clone() },
-                            "resourceVersion": "0", "resourceVersionMatch": "NotOlderThan",
+                            "resourceVersion": resource_version,
+                            "resourceVersionMatch": resource_version_match,
                             "callers": 1, "seconds": run.as_secs_f64(),
                         }),
                     )?;
                     if answer.objects == 0 {
                         return Err(BenchError::Invalid("the kube cache listed nothing".into()));
+                    }
+                    if rv == ListRv::Consistent && answer.consistent_from_cache != answer.ops {
+                        fell_back.push(format!(
+                            "kube {} of {}",
+                            answer.consistent_from_cache, answer.ops
+                        ));
                     }
                     collector.push(
                         Side::Kube,
@@ -268,6 +400,15 @@ impl Bench {
             if selected {
                 out.rows.push(collector.row(name));
             }
+        }
+        if !fell_back.is_empty() {
+            // Not an error: a cache that does not reach etcd's revision in time hands
+            // the list to etcd, as kube's does; but those runs then time etcd too.
+            out.notes.push(format!(
+                "{CACHE} list RV=\"\", {representation}: not every consistent list was \
+                 served from the cache (served of made, per run: {})",
+                fell_back.join(", ")
+            ));
         }
         Ok(())
     }
@@ -292,7 +433,11 @@ impl Bench {
                 let namespace = self.fresh_namespace("kube-watch");
                 let puts = Arc::new(self.watch_puts(&namespace)?);
                 let finished = if side == Side::Apistore {
-                    let (cache, since) = self
+                    let FilledCache {
+                        cache,
+                        revision: since,
+                        ..
+                    } = self
                         .filled_pod_cache(LazyCodec::new(MediaType::Protobuf))
                         .await?;
                     let options =
@@ -353,22 +498,23 @@ impl Bench {
         Ok(())
     }
 
-    /// apistore's cache of Pods as `T`, ready and holding etcd's current revision,
-    /// and that revision.
-    pub(super) async fn filled_pod_cache<T>(
-        &self,
-        codec: impl Codec<T>,
-    ) -> Result<(PodCache<T>, i64)>
+    /// apistore's cache of Pods as `T`, ready and holding etcd's current revision.
+    pub(super) async fn filled_pod_cache<T>(&self, codec: impl Codec<T>) -> Result<FilledCache<T>>
     where
         T: ApiObject + Clone + Default + Send + Sync + 'static,
     {
         let revision = self.current_revision().await?;
-        let cache = pod_cache(self, codec);
+        let registry = Registry::new();
+        let cache = pod_cache(self, codec, &registry).await?;
         cache.wait_until_ready().await?;
         cache
             .wait_until_fresh(u64::try_from(revision).unwrap_or(0))
             .await?;
-        Ok((cache, revision))
+        Ok(FilledCache {
+            cache,
+            revision,
+            registry,
+        })
     }
 
     /// kube's cache, started in the Go arm and holding etcd's current revision, and

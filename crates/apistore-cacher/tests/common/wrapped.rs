@@ -46,6 +46,9 @@ pub struct Wrapped<S = MemoryStore<Pod>> {
     /// When set, the cache's own lists of the resource (not its one-item lists for the
     /// current revision) wait for a permit: the cache stays initializing until given one.
     pub list_gate: Option<Arc<Semaphore>>,
+    /// How often the backend was asked for its current revision
+    /// (`get_current_resource_version`).
+    pub current_revisions: Arc<AtomicUsize>,
 }
 
 impl Wrapped {
@@ -75,6 +78,7 @@ impl<S> Wrapped<S> {
             gate: None,
             lost: Arc::default(),
             list_gate: None,
+            current_revisions: Arc::default(),
         }
     }
 
@@ -220,6 +224,7 @@ impl<S: Storage<Object = Pod>> Storage for Wrapped<S> {
         self.store.request_watch_progress().await
     }
     async fn get_current_resource_version(&self) -> Result<u64> {
+        self.current_revisions.fetch_add(1, Ordering::SeqCst);
         self.store.get_current_resource_version().await
     }
     async fn stats(&self) -> Result<apistore_storage::Stats> {
