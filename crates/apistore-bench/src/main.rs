@@ -1,7 +1,8 @@
 //! `cargo xtask bench [--quick]`: apistore's etcd3 store against a raw etcd-client
 //! baseline doing the same etcd work, side by side in one run.
 //!
-//! The harness starts its own etcd (`APISTORE_ETCD_BIN`), then for every workload runs
+//! The harness starts its own etcd (`APISTORE_ETCD_BIN`; `cargo xtask bench` sets it to
+//! the etcd 3.7 it builds, unless set already), then for every workload runs
 //! arm A and arm B alternately, round after round, and reports per workload the
 //! throughput, p50 and p99 latency, the bench process's CPU per operation, etcd's CPU
 //! per operation, and the median of the per-round ratios A/B; then the targets
