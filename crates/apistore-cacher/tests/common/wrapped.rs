@@ -94,6 +94,12 @@ impl<S> Wrapped<S> {
         self.take_lists(|key, options| key == "/pods" && options.predicate.limit != 1)
     }
 
+    /// The cache's one-item lists of everything (how kube 1.31-1.32 learn the current
+    /// revision), taken with the rest.
+    pub fn take_current_revision_lists(&self) -> Vec<ListOptions> {
+        self.take_lists(|key, options| key == "/pods" && options.predicate.limit == 1)
+    }
+
     /// The recorded lists `keep` accepts; all are taken.
     fn take_lists(&self, keep: impl Fn(&str, &ListOptions) -> bool) -> Vec<ListOptions> {
         let mut lists = self.lists.lock().unwrap();
