@@ -272,11 +272,62 @@ func (b *bench) cacheWatchWait(_ context.Context, _ request) (response, error) {
 	return response{Ops: uint64(len(run.finished)), Latencies: run.finished, CPUSeconds: cpu, Objects: run.received.Load()}, nil
 }
 
+// watchListEveryPod is kube's WatchList background load (startBackgroundWatchListers,
+// one of them): over and over, a watch of every Pod with sendInitialEvents and
+// bookmarks and no resourceVersion (the cacher first waits until it holds etcd's
+// current revision), read until the bookmark that ends the initial events, then
+// stopped. Each such watch counts as a list call and its initial events as listed
+// objects, also one the cacher ended before that bookmark (as kube counts it; `cut`
+// counts those apart); one still under way when ctx ends is not counted, as kube's
+// is not.
+func watchListEveryPod(ctx context.Context, store storage.Interface, listCalls, listObjects, cut *atomic.Uint64) {
+	sendInitialEvents := true
+	opts := storage.ListOptions{Recursive: true, Predicate: storage.Everything, SendInitialEvents: &sendInitialEvents}
+	opts.Predicate.AllowWatchBookmarks = true
+	for ctx.Err() == nil {
+		w, err := store.Watch(ctx, "/pods", opts)
+		if err != nil {
+			time.Sleep(10 * time.Millisecond)
+			continue
+		}
+		var objects uint64
+		ended, closed := false, false
+		for !ended {
+			select {
+			case <-ctx.Done():
+				w.Stop()
+				return
+			case event, ok := <-w.ResultChan():
+				if !ok {
+					ended, closed = true, true
+					break
+				}
+				if event.Type != watch.Bookmark {
+					objects++
+					continue
+				}
+				if pod, err := meta.Accessor(event.Object); err == nil && pod.GetAnnotations()[metav1.InitialEventsAnnotationKey] == "true" {
+					ended = true
+				}
+			}
+		}
+		w.Stop()
+		if ctx.Err() == nil {
+			listCalls.Add(1)
+			listObjects.Add(objects)
+			if closed {
+				cut.Add(1)
+			}
+		}
+	}
+}
+
 // writeThroughput is one run of kube's RunBenchmarkWriteThroughput over the cacher:
 // `callers` writers (kube's parallelism, 25) go round the Pods the cache holds, each
 // write a guaranteed update of an annotation (Patch) or a delete and a create of the
 // same Pod (DeleteCreate), while the background load (none, `watchers` watchers of
-// every Pod, or one lister of every Pod every 10 ms) reads. Every write carries its time; one more watcher of every Pod
+// every Pod, one lister of every Pod every 10 ms, or one watch-list of every Pod after
+// another) reads. Every write carries its time; one more watcher of every Pod
 // measures how long each Added or Modified event took to reach it.
 func (b *bench) writeThroughput(ctx context.Context, req request) (response, error) {
 	store, err := b.cacheStore()
@@ -298,6 +349,10 @@ func (b *bench) writeThroughput(ctx context.Context, req request) (response, err
 	watchCtx, stopWatching := context.WithCancel(ctx)
 	defer stopWatching()
 	var events atomic.Uint64
+	// Watchers whose channel the cacher closed before the run ended (it ends a
+	// watcher that falls behind), and whether the latency tracker was one of them.
+	var watchersCut atomic.Uint64
+	var trackerCut atomic.Bool
 	var latencyMu sync.Mutex
 	var latencies []float64
 	var wg sync.WaitGroup
@@ -323,6 +378,12 @@ func (b *bench) writeThroughput(ctx context.Context, req request) (response, err
 					return
 				case event, ok := <-w.ResultChan():
 					if !ok {
+						if watchCtx.Err() == nil {
+							watchersCut.Add(1)
+							if tracker {
+								trackerCut.Store(true)
+							}
+						}
 						return
 					}
 					if !tracker {
@@ -354,7 +415,14 @@ func (b *bench) writeThroughput(ctx context.Context, req request) (response, err
 	initialRV := "0"
 	latestRV.Store(&initialRV)
 	var listCalls, listObjects atomic.Uint64
-	if req.Lister != "" {
+	var watchListsCut atomic.Uint64
+	if req.Lister == "watchList" {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			watchListEveryPod(watchCtx, store, &listCalls, &listObjects, &watchListsCut)
+		}()
+	} else if req.Lister != "" {
 		var match metav1.ResourceVersionMatch
 		switch req.Lister {
 		case "unset":
@@ -466,5 +534,8 @@ func (b *bench) writeThroughput(ctx context.Context, req request) (response, err
 	resp.Calls = events.Load()
 	resp.ListCalls = listCalls.Load()
 	resp.ListObjects = listObjects.Load()
+	resp.WatchListsCut = watchListsCut.Load()
+	resp.WatchersCut = watchersCut.Load()
+	resp.TrackerCut = trackerCut.Load()
 	return resp, nil
 }

@@ -9,7 +9,7 @@ package main
 //	{"op":"list",...,"cache":true}             the list above, from the cacher
 //	{"op":"cacheWatch","keys":[KEY],"resourceVersion":RV,"watchers":N,"count":C}
 //	{"op":"cacheWatchWait"}                    after the harness wrote C Pods under KEY
-//	{"op":"writeThroughput","traffic":"patch|deleteCreate","watchers":W,"lister":"|unset|exact|notOlderThan","callers":C,"seconds":S}
+//	{"op":"writeThroughput","traffic":"patch|deleteCreate","watchers":W,"lister":"|unset|exact|notOlderThan|watchList","callers":C,"seconds":S}
 //	{"op":"cacheStop"}
 //	{"op":"quit"}
 //
@@ -49,7 +49,9 @@ type request struct {
 	// Lister is writeThroughput's list background load (kube's Lister,
 	// ListerExactRV, ListerNotOlderThan): one lister of every Pod every 10 ms, at
 	// no resourceVersion ("unset"), or at the newest write's revision matched
-	// exactly ("exact") or as a floor ("notOlderThan"); "" for none.
+	// exactly ("exact") or as a floor ("notOlderThan"); or kube's WatchList, one
+	// watch with sendInitialEvents after another, each read to the end of its
+	// initial events ("watchList"); "" for none.
 	Lister string `json:"lister"`
 }
 
@@ -78,7 +80,9 @@ type response struct {
 	DecodeSeconds  float64 `json:"decodeSeconds"`
 	BytesPerObject float64 `json:"bytesPerObject"`
 	// ListCalls and ListObjects are writeThroughput's background lister's
-	// successful lists and the items they returned.
+	// successful lists and the items they returned (for "watchList", the watches
+	// read to the end of their initial events or ended early by the cacher, and
+	// the initial events they brought).
 	ListCalls   uint64 `json:"listCalls"`
 	ListObjects uint64 `json:"listObjects"`
 	// ConsistentFromCache is how many consistent lists (no resourceVersion) the
@@ -86,6 +90,14 @@ type response struct {
 	// kube-apiserver counts in apiserver_watch_cache_consistent_read_total with
 	// success="true" and fallback="false".
 	ConsistentFromCache uint64 `json:"consistentFromCache"`
+	// WatchListsCut: of writeThroughput's watch-lists (ListCalls), those the cacher
+	// ended before the bookmark that ends their initial events.
+	WatchListsCut uint64 `json:"watchListsCut"`
+	// WatchersCut: writeThroughput's watchers (the background ones and the latency
+	// tracker) whose channel the cacher closed before the run ended; TrackerCut:
+	// whether the latency tracker was one of them.
+	WatchersCut uint64 `json:"watchersCut"`
+	TrackerCut  bool   `json:"trackerCut"`
 }
 
 func failure(err error) response {

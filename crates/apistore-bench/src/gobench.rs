@@ -67,6 +67,17 @@ pub(crate) struct GoAnswer {
     /// falling back to etcd (its `apiserver_watch_cache_consistent_read_total`).
     #[serde(default)]
     pub(crate) consistent_from_cache: u64,
+    /// `writeThroughput`'s watch-lists the cacher ended before the end of their
+    /// initial events (counted in `list_calls` too).
+    #[serde(default)]
+    pub(crate) watch_lists_cut: u64,
+    /// `writeThroughput`'s watchers (background and latency tracker) the cacher ended
+    /// before the run did.
+    #[serde(default)]
+    pub(crate) watchers_cut: u64,
+    /// Whether the latency tracker was one of `watchers_cut`.
+    #[serde(default)]
+    pub(crate) tracker_cut: bool,
 }
 
 impl GoAnswer {

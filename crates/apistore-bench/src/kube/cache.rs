@@ -39,7 +39,7 @@ use apistore_cacher::{Cacher, CacherConfig, CacherMetrics};
 use apistore_etcd3::{Etcd3Store, StoreConfig};
 use apistore_protobuf::{KubeProtobuf, LazyCodec, MediaType, StorageCodec};
 use apistore_storage::{
-    ApiObject, Codec, CodecError, ListOptions, ResourceVersionMatch, Shared, Storage,
+    ApiObject, Codec, CodecError, KubeVersion, ListOptions, ResourceVersionMatch, Shared, Storage,
 };
 use apistore_value::IdentityTransformer;
 use bytes::Bytes;
@@ -125,8 +125,11 @@ where
         Arc::new(SharedCodec(codec)),
         Arc::new(IdentityTransformer),
     );
-    let mut config =
-        CacherConfig::new(format!("/{RESOURCE}"), RESOURCE).with_field_index("spec.nodeName");
+    // As kube 1.37's cacher, which the Go arm runs (the defaults already are, but
+    // for the `WatchList` gate, off by default as in v0.31.1).
+    let mut config = CacherConfig::new(format!("/{RESOURCE}"), RESOURCE)
+        .with_kube_version(KubeVersion::V1_37)
+        .with_field_index("spec.nodeName");
     config.consistent_reads_from_cache = store.check_request_watch_progress_support().await?;
     config.metrics = Some(
         CacherMetrics::register(registry)

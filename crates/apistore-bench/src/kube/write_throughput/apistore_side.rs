@@ -1,14 +1,14 @@
 //! apistore's side of a run: the same writers, watchers and lister as
 //! interop/gobench's `writeThroughput`, over apistore's cache of `LazyObject`s.
 
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use apistore_protobuf::LazyObject;
 use apistore_storage::{
-    ApiObject, DeleteOptions, ListOptions, ResourceVersionMatch, Shared, Storage, UpdateOptions,
-    WatchEvent,
+    ApiObject, DeleteOptions, INITIAL_EVENTS_END_ANNOTATION, ListOptions, ResourceVersionMatch,
+    Shared, Storage, UpdateOptions, WatchEvent,
 };
 use futures::StreamExt as _;
 use tokio::time::{Instant, MissedTickBehavior};
@@ -50,10 +50,15 @@ impl Bench {
         let pods = Arc::new(list.items);
         let events = Arc::new(AtomicU64::new(0));
         let latencies = Arc::new(Mutex::new(Vec::new()));
+        // Watchers whose stream the cache ended (readers are aborted at the end of the
+        // run, so a stream that ends before was ended by the cache), and whether the
+        // latency tracker was one.
+        let cut = Arc::new((AtomicU64::new(0), AtomicBool::new(false)));
         let mut readers = Vec::with_capacity(watchers + 1);
         for watcher in 0..=watchers {
             let mut stream = cache.watch(RESOURCE, &since).await?;
             let (events, latencies) = (Arc::clone(&events), Arc::clone(&latencies));
+            let cut = Arc::clone(&cut);
             // Watcher 0 tracks latency; the others are the background load.
             readers.push(tokio::spawn(async move {
                 while let Some(event) = stream.next().await {
@@ -72,18 +77,28 @@ impl Bench {
                         latencies.push(delay);
                     }
                 }
+                cut.0.fetch_add(1, Ordering::Relaxed);
+                if watcher == 0 {
+                    cut.1.store(true, Ordering::Relaxed);
+                }
             }));
         }
         // The newest write's revision (0 until the first write), for the listers at it.
         let latest = Arc::new(AtomicU64::new(0));
-        let listed = Arc::new((AtomicU64::new(0), AtomicU64::new(0)));
-        if let Background::Lister(at) = background {
-            readers.push(tokio::spawn(list_every_tick(
+        // Lists (or watch-lists) made, their items, and the watch-lists cut short.
+        let listed = Arc::new((AtomicU64::new(0), AtomicU64::new(0), AtomicU64::new(0)));
+        match background {
+            Background::Lister(at) => readers.push(tokio::spawn(list_every_tick(
                 cache.clone(),
                 at,
                 Arc::clone(&latest),
                 Arc::clone(&listed),
-            )));
+            ))),
+            Background::WatchList => readers.push(tokio::spawn(watch_list_every_pod(
+                cache.clone(),
+                Arc::clone(&listed),
+            ))),
+            Background::None | Background::Watcher => {}
         }
         let writes = Arc::new(AtomicU64::new(0));
         let index = Arc::new(AtomicU64::new(0));
@@ -152,6 +167,9 @@ impl Bench {
             seconds: sample.elapsed.as_secs_f64(),
             latencies,
             cpu_seconds: sample.client_cpu.as_secs_f64(),
+            watch_lists_cut: listed.2.load(Ordering::Relaxed),
+            watchers_cut: cut.0.load(Ordering::Relaxed),
+            tracker_cut: cut.1.load(Ordering::Relaxed),
         })
     }
 }
@@ -172,7 +190,7 @@ async fn list_every_tick(
     cache: PodCache<LazyObject>,
     at: ListAt,
     latest: Arc<AtomicU64>,
-    listed: Arc<(AtomicU64, AtomicU64)>,
+    listed: Arc<(AtomicU64, AtomicU64, AtomicU64)>,
 ) {
     let mut ticks = tokio::time::interval_at(Instant::now() + LIST_EVERY, LIST_EVERY);
     ticks.set_missed_tick_behavior(MissedTickBehavior::Skip);
@@ -199,5 +217,47 @@ async fn list_every_tick(
                 .1
                 .fetch_add(list.items.len() as u64, Ordering::Relaxed);
         }
+    }
+}
+
+/// kube's background `WatchList` load: over and over, a watch of every Pod with
+/// `sendInitialEvents` and bookmarks and no resourceVersion (the cache first brings
+/// itself to etcd's current revision), read to the bookmark that ends its initial
+/// events, then dropped; each such watch counted in `listed.0` and its initial events
+/// in `listed.1` (a watch the cache ends early counts with what it sent, as kube's
+/// does, and in `listed.2`). A refused watch is asked again after 10 ms, as kube's
+/// is. Runs until aborted; the watch under way then is not counted, as kube's is not.
+async fn watch_list_every_pod(
+    cache: PodCache<LazyObject>,
+    listed: Arc<(AtomicU64, AtomicU64, AtomicU64)>,
+) {
+    let mut options = ListOptions::prefix().bookmarks();
+    options.send_initial_events = Some(true);
+    loop {
+        let Ok(mut stream) = cache.watch(RESOURCE, &options).await else {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+            continue;
+        };
+        let mut objects = 0;
+        let mut cut = true;
+        while let Some(event) = stream.next().await {
+            match event {
+                WatchEvent::Bookmark(pod)
+                    if pod
+                        .metadata()
+                        .annotations
+                        .get(INITIAL_EVENTS_END_ANNOTATION)
+                        .is_some_and(|value| value == "true") =>
+                {
+                    cut = false;
+                    break;
+                }
+                WatchEvent::Bookmark(_) => {}
+                _ => objects += 1,
+            }
+        }
+        listed.0.fetch_add(1, Ordering::Relaxed);
+        listed.1.fetch_add(objects, Ordering::Relaxed);
+        listed.2.fetch_add(u64::from(cut), Ordering::Relaxed);
     }
 }
