@@ -168,10 +168,21 @@ impl<'s> Writer<'s> {
                         Written::Value
                     }
                 }
-                Special::OrBool
-                | Special::OrArray
-                | Special::OrStringArray
-                | Special::WrapSlice => {
+                // A named slice (`ExtraValue`, `AttestationValue`): a message whose
+                // field 1 holds the items; null is the message without items, as
+                // `encode.rs` writes it.
+                Special::WrapSlice => {
+                    let Some(items) = self.schema.messages[*id].tagged(1) else {
+                        return Err(Fallback);
+                    };
+                    self.enter()?;
+                    let mark = begin_len(&mut self.out, tag);
+                    self.value(&items.ty, 1, v, Place::Member)?;
+                    end_len(&mut self.out, mark);
+                    self.leave();
+                    Written::Value
+                }
+                Special::OrBool | Special::OrArray | Special::OrStringArray => {
                     return Err(Fallback);
                 }
                 _ => v.serialize(ValueSer { w: self, ty, tag })?,
