@@ -611,8 +611,7 @@ async fn a_consistent_list_asks_the_backend_for_its_current_revision_from_1_33()
         assert_eq!(out.items.len(), 1, "{version}");
         let asked = backend.current_revisions.load(Ordering::SeqCst) - asked_before;
         // Read before the lists are taken below: every recorded list is taken at once.
-        let recorded = backend.lists.lock().unwrap().clone();
-        let request_lists: Vec<_> = recorded.iter().filter(|(key, _)| key != "/pods").collect();
+        let request_lists = backend.request_lists();
         let one_item_lists = backend.take_current_revision_lists();
         if version >= KubeVersion::V1_33 {
             assert_eq!(asked, 1, "{version}: the backend asked once");

@@ -138,6 +138,15 @@ where
     Ok(Cacher::new(store, config))
 }
 
+/// The report's note for rows left out because the bench's etcd answers no progress
+/// requests, without which neither cache serves `what`.
+pub(super) fn not_served_note(rows: &str, what: &str) -> String {
+    format!(
+        "{rows}: not measured; this etcd does not answer progress requests correctly \
+         (3.4.31+ or 3.5.13+ does), so neither cache serves {what}"
+    )
+}
+
 /// apistore's cache of Pods, ready and holding etcd's current revision.
 pub(super) struct FilledCache<T: ApiObject + Clone + Default + Send + Sync + 'static> {
     /// The cache.
@@ -277,19 +286,13 @@ impl Bench {
             .iter()
             .zip(lists_selected)
             .any(|((rv, _), selected)| *rv == ListRv::Consistent && selected);
-        if consistent_selected
-            && !self
-                .shared_store()
-                .check_request_watch_progress_support()
-                .await?
-        {
+        if consistent_selected && !self.etcd_answers_progress_requests().await? {
             for ((rv, _), selected) in LIST_ROWS.iter().zip(&mut lists_selected) {
                 *selected &= *rv != ListRv::Consistent;
             }
-            out.notes.push(format!(
-                "{CACHE} list RV=\"\", {representation}: not measured; this etcd does not \
-                 answer progress requests correctly (3.4.31+ or 3.5.13+ does), so neither \
-                 cache serves a consistent list"
+            out.notes.push(not_served_note(
+                &format!("{CACHE} list RV=\"\", {representation}"),
+                "a consistent list",
             ));
         }
         println!("  {CACHE} memory and lists, {representation}");
@@ -518,6 +521,15 @@ impl Bench {
             revision,
             registry,
         })
+    }
+
+    /// Whether the bench's etcd answers progress requests, which both caches need to
+    /// serve consistent lists and watch-lists (kube's cacher asks its store the same).
+    pub(super) async fn etcd_answers_progress_requests(&self) -> Result<bool> {
+        Ok(self
+            .shared_store()
+            .check_request_watch_progress_support()
+            .await?)
     }
 
     /// kube's cache, started in the Go arm and holding etcd's current revision, and

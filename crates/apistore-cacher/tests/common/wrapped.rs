@@ -62,6 +62,11 @@ impl Wrapped {
     }
 }
 
+/// A list of a key other than the resource prefix: a request's, not the cacher's own.
+fn is_request_list(key: &str, _: &ListOptions) -> bool {
+    key != "/pods"
+}
+
 impl<S> Wrapped<S> {
     /// Over `store`, recording from now on.
     pub fn over(store: S) -> Self {
@@ -85,7 +90,17 @@ impl<S> Wrapped<S> {
     /// The lists of keys other than the resource prefix (those are the cacher's own:
     /// its lists of everything and its one-item lists for the current revision).
     pub fn take_request_lists(&self) -> Vec<ListOptions> {
-        self.take_lists(|key, _| key != "/pods")
+        self.take_lists(is_request_list)
+    }
+
+    /// [`Self::take_request_lists`] without taking anything: every list stays recorded.
+    pub fn request_lists(&self) -> Vec<ListOptions> {
+        let lists = self.lists.lock().unwrap();
+        lists
+            .iter()
+            .filter(|(key, options)| is_request_list(key, options))
+            .map(|(_, options)| options.clone())
+            .collect()
     }
 
     /// The cache's own lists of everything (not its one-item lists for the current

@@ -50,10 +50,7 @@ impl Bench {
         let pods = Arc::new(list.items);
         let events = Arc::new(AtomicU64::new(0));
         let latencies = Arc::new(Mutex::new(Vec::new()));
-        // Watchers whose stream the cache ended (readers are aborted at the end of the
-        // run, so a stream that ends before was ended by the cache), and whether the
-        // latency tracker was one.
-        let cut = Arc::new((AtomicU64::new(0), AtomicBool::new(false)));
+        let cut = Arc::new(WatchersCut::default());
         let mut readers = Vec::with_capacity(watchers + 1);
         for watcher in 0..=watchers {
             let mut stream = cache.watch(RESOURCE, &since).await?;
@@ -77,16 +74,17 @@ impl Bench {
                         latencies.push(delay);
                     }
                 }
-                cut.0.fetch_add(1, Ordering::Relaxed);
+                // Readers are aborted at the end of the run: a stream that ends before
+                // was ended by the cache.
+                cut.watchers.fetch_add(1, Ordering::Relaxed);
                 if watcher == 0 {
-                    cut.1.store(true, Ordering::Relaxed);
+                    cut.tracker.store(true, Ordering::Relaxed);
                 }
             }));
         }
         // The newest write's revision (0 until the first write), for the listers at it.
         let latest = Arc::new(AtomicU64::new(0));
-        // Lists (or watch-lists) made, their items, and the watch-lists cut short.
-        let listed = Arc::new((AtomicU64::new(0), AtomicU64::new(0), AtomicU64::new(0)));
+        let listed = Arc::new(Listed::default());
         match background {
             Background::Lister(at) => readers.push(tokio::spawn(list_every_tick(
                 cache.clone(),
@@ -162,16 +160,35 @@ impl Bench {
         Ok(Measured {
             writes: writes.load(Ordering::Relaxed),
             events: events.load(Ordering::Relaxed),
-            list_calls: listed.0.load(Ordering::Relaxed),
-            list_objects: listed.1.load(Ordering::Relaxed),
+            list_calls: listed.calls.load(Ordering::Relaxed),
+            list_objects: listed.objects.load(Ordering::Relaxed),
             seconds: sample.elapsed.as_secs_f64(),
             latencies,
             cpu_seconds: sample.client_cpu.as_secs_f64(),
-            watch_lists_cut: listed.2.load(Ordering::Relaxed),
-            watchers_cut: cut.0.load(Ordering::Relaxed),
-            tracker_cut: cut.1.load(Ordering::Relaxed),
+            watch_lists_cut: listed.cut.load(Ordering::Relaxed),
+            watchers_cut: cut.watchers.load(Ordering::Relaxed),
+            tracker_cut: cut.tracker.load(Ordering::Relaxed),
         })
     }
+}
+
+/// What the background lister or watch-lister counted.
+#[derive(Default)]
+struct Listed {
+    /// Lists (or watch-lists) made.
+    calls: AtomicU64,
+    /// Their items (or initial events).
+    objects: AtomicU64,
+    /// Watch-lists the cache ended before the end of their initial events.
+    cut: AtomicU64,
+}
+
+/// Watchers whose stream the cache ended before the run did, and whether the latency
+/// tracker was one of them.
+#[derive(Default)]
+struct WatchersCut {
+    watchers: AtomicU64,
+    tracker: AtomicBool,
 }
 
 /// Records a write's revision as the newest, as kube's writers store theirs: the last
@@ -184,13 +201,13 @@ fn note_revision(latest: &AtomicU64, resource_version: &str) {
 
 /// kube's background lister: every [`LIST_EVERY`] (missed ticks dropped, as a Go
 /// ticker drops them), a list of every Pod from the cache, counting the lists that
-/// succeed in `listed.0` and their items in `listed.1`; at `Exact` and `NotOlderThan`
+/// succeed and their items in `listed`; at `Exact` and `NotOlderThan`
 /// not before the first write. Runs until aborted.
 async fn list_every_tick(
     cache: PodCache<LazyObject>,
     at: ListAt,
     latest: Arc<AtomicU64>,
-    listed: Arc<(AtomicU64, AtomicU64, AtomicU64)>,
+    listed: Arc<Listed>,
 ) {
     let mut ticks = tokio::time::interval_at(Instant::now() + LIST_EVERY, LIST_EVERY);
     ticks.set_missed_tick_behavior(MissedTickBehavior::Skip);
@@ -212,9 +229,9 @@ async fn list_every_tick(
             }
         };
         if let Ok(list) = cache.list(RESOURCE, &options).await {
-            listed.0.fetch_add(1, Ordering::Relaxed);
+            listed.calls.fetch_add(1, Ordering::Relaxed);
             listed
-                .1
+                .objects
                 .fetch_add(list.items.len() as u64, Ordering::Relaxed);
         }
     }
@@ -223,14 +240,10 @@ async fn list_every_tick(
 /// kube's background `WatchList` load: over and over, a watch of every Pod with
 /// `sendInitialEvents` and bookmarks and no resourceVersion (the cache first brings
 /// itself to etcd's current revision), read to the bookmark that ends its initial
-/// events, then dropped; each such watch counted in `listed.0` and its initial events
-/// in `listed.1` (a watch the cache ends early counts with what it sent, as kube's
-/// does, and in `listed.2`). A refused watch is asked again after 10 ms, as kube's
+/// events, then dropped; each such watch counted in `listed` with its initial events
+/// (a watch the cache ends early counts with what it sent, as kube's does, and as cut). A refused watch is asked again after 10 ms, as kube's
 /// is. Runs until aborted; the watch under way then is not counted, as kube's is not.
-async fn watch_list_every_pod(
-    cache: PodCache<LazyObject>,
-    listed: Arc<(AtomicU64, AtomicU64, AtomicU64)>,
-) {
+async fn watch_list_every_pod(cache: PodCache<LazyObject>, listed: Arc<Listed>) {
     let mut options = ListOptions::prefix().bookmarks();
     options.send_initial_events = Some(true);
     loop {
@@ -256,8 +269,8 @@ async fn watch_list_every_pod(
                 _ => objects += 1,
             }
         }
-        listed.0.fetch_add(1, Ordering::Relaxed);
-        listed.1.fetch_add(objects, Ordering::Relaxed);
-        listed.2.fetch_add(u64::from(cut), Ordering::Relaxed);
+        listed.calls.fetch_add(1, Ordering::Relaxed);
+        listed.objects.fetch_add(objects, Ordering::Relaxed);
+        listed.cut.fetch_add(u64::from(cut), Ordering::Relaxed);
     }
 }

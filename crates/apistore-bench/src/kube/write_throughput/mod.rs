@@ -34,6 +34,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use apistore_protobuf::{LazyCodec, MediaType};
 use serde_json::json;
 
+use super::cache::not_served_note;
 use crate::bench::Bench;
 use crate::error::Result;
 use crate::gobench::GoArm;
@@ -304,16 +305,12 @@ impl Bench {
         if runs
             .iter()
             .any(|&(_, background)| background == Background::WatchList)
-            && !self
-                .shared_store()
-                .check_request_watch_progress_support()
-                .await?
+            && !self.etcd_answers_progress_requests().await?
         {
             runs.retain(|&(_, background)| background != Background::WatchList);
-            out.notes.push(format!(
-                "{NAME} Background=WatchList: not measured; this etcd does not answer \
-                 progress requests correctly (3.4.31+ or 3.5.13+ does), so neither cache \
-                 serves a watch-list"
+            out.notes.push(not_served_note(
+                &format!("{NAME} Background=WatchList"),
+                "a watch-list",
             ));
         }
         if runs.is_empty() {
