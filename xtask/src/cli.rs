@@ -81,6 +81,9 @@ commands:
                                 failures per binary and `N passed, M failed` (runs);
                                 failed runs' output stays in target/soak-tests/
   kine                          the same as `test --backend kine-sqlite`
+  gen-typed                     write apistore-protobuf's typed decoders
+                                (src/typed/generated/v1_3X.rs) from its schemas and
+                                k8s-openapi's source; `test` fails when they are stale
   help                          print this
 
 Each command provisions what it needs first: protoc (vendored, copied to
@@ -121,6 +124,8 @@ pub(crate) enum Command {
     /// The etcd3 backend's and the command's tests against kine over this datastore
     /// (`test --backend kine-sqlite|kine-postgres`; `kine` is the first).
     Kine { datastore: Datastore },
+    /// Write apistore-protobuf's typed decoders from the schema and k8s-openapi.
+    GenTyped,
     /// Print [`USAGE`].
     Help,
 }
@@ -167,6 +172,11 @@ impl Command {
             }),
             "kine" => Err(format!(
                 "`kine` (`test --backend kine-sqlite`) takes no arguments, not `{}`",
+                rest.join(" ")
+            )),
+            "gen-typed" if rest.is_empty() => Ok(Self::GenTyped),
+            "gen-typed" => Err(format!(
+                "`gen-typed` takes no arguments, not `{}`",
                 rest.join(" ")
             )),
             "help" | "-h" | "--help" => Ok(Self::Help),

@@ -52,12 +52,19 @@ pub(crate) enum XtaskError {
     /// Some steps of a run that goes on after a failure failed.
     #[error("failed: {}", .0.join("; "))]
     StepsFailed(Vec<String>),
+    /// A generator's inputs could not be read or do not fit together.
+    #[error("{0}")]
+    Generate(String),
     /// `cargo xtask bench` before the bench crate exists.
     #[error("crates/apistore-bench does not exist yet, so there is nothing to benchmark")]
     NoBenchCrate,
 }
 
 impl XtaskError {
+    pub(crate) fn msg(text: impl Into<String>) -> Self {
+        Self::Generate(text.into())
+    }
+
     pub(crate) fn io(action: impl Into<String>, source: io::Error) -> Self {
         Self::Io {
             action: action.into(),

@@ -20,6 +20,7 @@ mod provision;
 mod run;
 mod soak_tests;
 mod test_build;
+mod typed_gen;
 mod watchdog;
 
 use std::env;
@@ -189,6 +190,7 @@ fn run(command: cli::Command) -> Result<()> {
             load,
         } => soak_tests(&root, runs, &packages, &tests, load),
         cli::Command::Kine { datastore } => kine::command(&root, datastore),
+        cli::Command::GenTyped => typed_gen::write(&root),
         cli::Command::Help => Ok(()),
     }
 }
@@ -223,6 +225,28 @@ fn test(root: &Path, etcd: Option<EtcdVersion>, cargo_test_args: &[String]) -> R
             .args(SELECTION)
             .args(["--all-targets", "--", "-D", "warnings"]),
     )?;
+    // After clippy: its build unpacked k8s-openapi's source, one of the inputs.
+    if let Some(path) = typed_gen::stale(root)? {
+        return Err(XtaskError::GeneratedDiffers(format!(
+            "the typed decoders ({}) differ from what the schema and k8s-openapi give \
+             now: run `cargo xtask gen-typed` and commit the result",
+            path.display()
+        )));
+    }
+    // The decoders of the k8s-openapi versions the workspace does not enable (it
+    // enables the latest) must compile too: each names its version's fields.
+    for minor in typed_gen::MINORS
+        .iter()
+        .filter(|&&m| m != typed_gen::LATEST)
+    {
+        run_step(
+            cargo_command(&cargo, root, &protoc)
+                .args(["check", "-q", "-p", "apistore-protobuf", "--features"])
+                .arg(format!("k8s-openapi,k8s-openapi/v1_{minor}"))
+                .arg("--target-dir")
+                .arg(root.join("target/k8s-openapi-versions")),
+        )?;
+    }
 
     let endpoint = start_etcd(&etcd_bin)?;
     let etcd_env = [

@@ -6,7 +6,8 @@
 //! Workloads, each named `kube ...` for `--only`:
 //! - `kube decode/Pod`: a stored value decoded into an object (apistore: `DynamicObject`
 //!   through the protobuf codec, k8s-openapi's typed `Pod` through
-//!   `KubeProtobuf::decode`, and `LazyObject` through `LazyCodec`, as read and with its
+//!   `KubeProtobuf::decode` (serde) and `KubeProtobuf::decode_k8s` (generated code),
+//!   and `LazyObject` through `LazyCodec`, as read and with its
 //!   body read; kube: the storage codec into a typed `v1.Pod`): the wall time and the
 //!   process's CPU time per Pod over the same loop (Go's collector works on the other
 //!   core while the loop runs, where apistore frees each object on the decoding
@@ -291,6 +292,7 @@ impl Bench {
             // lazy one twice, as read and with its body read (what a caller that needs
             // the spec pays).
             let (mut dynamic, mut typed) = (Collector::new(&specs), Collector::new(&specs));
+            let mut generated = Collector::new(&specs);
             let (mut lazy, mut lazy_body) = (Collector::new(&specs), Collector::new(&specs));
             let lazy_codec = LazyCodec::new(MediaType::Protobuf);
             let request =
@@ -306,6 +308,10 @@ impl Bench {
                     typed.push(
                         Side::Apistore,
                         decode_each(&self.cpu, values, |v| Ok(latest.decode::<Pod>(v)?))?,
+                    );
+                    generated.push(
+                        Side::Apistore,
+                        decode_each(&self.cpu, values, |v| Ok(latest.decode_k8s::<Pod>(v)?))?,
                     );
                     lazy.push(
                         Side::Apistore,
@@ -328,7 +334,13 @@ impl Bench {
                             answer.ops
                         )));
                     }
-                    for collector in [&mut dynamic, &mut typed, &mut lazy, &mut lazy_body] {
+                    for collector in [
+                        &mut dynamic,
+                        &mut typed,
+                        &mut generated,
+                        &mut lazy,
+                        &mut lazy_body,
+                    ] {
                         collector.push(
                             Side::Kube,
                             vec![
@@ -344,6 +356,8 @@ impl Bench {
                 .push(dynamic.row("kube decode/Pod, protobuf → DynamicObject".to_owned()));
             out.rows
                 .push(typed.row("kube decode/Pod, protobuf → typed Pod".to_owned()));
+            out.rows
+                .push(generated.row("kube decode/Pod, protobuf → typed Pod, generated".to_owned()));
             out.rows
                 .push(lazy.row("kube decode/Pod, protobuf → LazyObject".to_owned()));
             out.rows.push(

@@ -52,6 +52,11 @@ mod ser;
 mod sizes;
 mod special;
 mod time;
+// The decode methods of the public `FromKubeProtobuf` take this crate's private
+// types: the trait carrying them is sealed, implemented here only.
+#[cfg(feature = "k8s-openapi")]
+#[allow(private_interfaces)]
+mod typed;
 mod walk;
 mod wire;
 
@@ -68,6 +73,8 @@ pub use envelope::PROTOBUF_MAGIC;
 pub use error::{ProtobufError, Result, WouldDropFields};
 pub use lazy::{LazyCodec, LazyObject};
 pub use sizes::MetadataSizes;
+#[cfg(feature = "k8s-openapi")]
+pub use typed::FromKubeProtobuf;
 
 use schema::Schema;
 

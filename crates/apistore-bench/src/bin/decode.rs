@@ -14,7 +14,8 @@
 //! they hold) and then times dropping them all.
 //!
 //! Representations: `dynamic` (`StorageCodec<DynamicObject>`, what the stores hold),
-//! `typed` (`KubeProtobuf::decode` into k8s-openapi's `Pod`), `lazy` (`LazyCodec`: the
+//! `typed` (`KubeProtobuf::decode` into k8s-openapi's `Pod`, through serde),
+//! `typed-direct` (`KubeProtobuf::decode_k8s`: the same `Pod` by the generated code), `lazy` (`LazyCodec`: the
 //! metadata decoded, the stored bytes kept), `lazy+body` (the same with its body read
 //! and cached, what a caller of the spec pays), `value` (into a
 //! `serde_json::Value`), and `json` (Go's JSON of the same Pod read by `serde_json`
@@ -52,8 +53,9 @@ static ALLOCATOR: alloc::CountingAllocator = alloc::CountingAllocator;
 type BoxError = Box<dyn std::error::Error + Send + Sync>;
 
 /// The representations, in the order each round decodes them.
-const REPRESENTATIONS: [&str; 9] = [
+const REPRESENTATIONS: [&str; 10] = [
     "typed",
+    "typed-direct",
     "dynamic",
     "lazy",
     "lazy+body",
@@ -126,6 +128,11 @@ fn decode_all(
         "typed" => {
             for value in &values.protobuf {
                 hold(Box::new(kp.decode::<Pod>(value)?));
+            }
+        }
+        "typed-direct" => {
+            for value in &values.protobuf {
+                hold(Box::new(kp.decode_k8s::<Pod>(value)?));
             }
         }
         "dynamic" => {
