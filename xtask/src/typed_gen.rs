@@ -614,19 +614,17 @@ fn generate(root: &Path) -> Result<String> {
     }
     out.push_str("\nuse super::prelude::*;\n\n");
     out.push_str(
-        "/// Every resource type of the enabled version, for the test that holds this decode equal to serde's.\n\
-         #[cfg(test)]\n\
-         pub(crate) fn resources() -> Vec<super::tests::Resource> {\n\
-         use super::tests::resource;\n\
-         let mut all = Vec::new();\n",
+        "/// Hands every resource type of the enabled version to `visitor`: the codec's\n\
+         /// table of decoders, and the test that holds them equal to serde's.\n\
+         pub(crate) fn each_resource(visitor: &mut impl super::VisitResource) {\n",
     );
     for (path, minors) in &resources {
         for run in runs(minors) {
             let (open, close) = gate(&run);
-            let _ = write!(out, "{open}all.push(resource::<{path}>());\n{close}");
+            let _ = write!(out, "{open}visitor.visit::<{path}>();\n{close}");
         }
     }
-    out.push_str("all\n}\n");
+    out.push_str("}\n");
     for by_text in variants.values() {
         for (text, minors) in by_text {
             for run in runs(minors) {

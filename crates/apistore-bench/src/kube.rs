@@ -14,8 +14,9 @@
 //!   thread, so the wall time leaves part of Go's cost out), and the memory each
 //!   decoded Pod holds;
 //! - `kube list whole` and `kube list pages of 500`: one caller listing all 10,000 Pods;
-//!   the same `, LazyObject`: apistore's store of `LazyObject`s (bodies not decoded)
-//!   against the same Go lists;
+//!   the same `, typed Pod`: apistore's store of k8s-openapi `Pod`s (the generated
+//!   decode, the object Go's store lists), and `, LazyObject`: its store of
+//!   `LazyObject`s (bodies not decoded), against the same Go lists;
 //! - `kube store-list RV=<match> <scope>`: the shape of kube's `RunBenchmarkStoreList`
 //!   (resourceVersion "" / NotOlderThan / Exact × cluster, cluster in pages of 1,000,
 //!   one node by field selector `spec.nodeName`, one namespace), 4 callers, reporting
@@ -72,6 +73,17 @@ pub(crate) const SPREAD: u64 = 100;
 const POOL_NAMESPACE: &str = "kube-pool";
 /// The page of the single-caller paged list.
 const LIST_PAGE: i64 = 500;
+
+/// What a `kube list` row's apistore side lists the Pods as.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Listed {
+    /// `DynamicObject`s (the bench's `KubePod`).
+    Dynamic,
+    /// k8s-openapi `Pod`s, decoded by the generated code.
+    Typed,
+    /// `LazyObject`s, bodies left as stored.
+    Lazy,
+}
 /// Puts per fill transaction (etcd's default `--max-txn-ops` is 128).
 const FILL_BATCH: usize = 100;
 /// The annotation a guaranteed update bumps, so that every update writes.
@@ -365,19 +377,37 @@ impl Bench {
             );
         }
 
-        // The lazy rows list through a store of `LazyObject`s (bodies left undecoded)
-        // against the same Go answer; they have no raw side.
+        // The lazy rows list through a store of `LazyObject`s (bodies left undecoded),
+        // the typed ones through a store of k8s-openapi `Pod`s (decoded by the
+        // generated code, as Go's store decodes into its `v1.Pod`), against the same
+        // Go answer; neither has a raw side.
         let lazy_store = Arc::new(Etcd3Store::<LazyObject>::with_parts(
             self.client.clone(),
             StoreConfig::for_resource(RESOURCE),
             Arc::new(LazyCodec::new(MediaType::Protobuf)),
             Arc::new(IdentityTransformer),
         ));
-        for (name, limit, lazy) in [
-            ("kube list whole", 0, false),
-            ("kube list pages of 500", LIST_PAGE, false),
-            ("kube list whole, LazyObject", 0, true),
-            ("kube list pages of 500, LazyObject", LIST_PAGE, true),
+        let typed_store = Arc::new(Etcd3Store::<Pod>::with_parts(
+            self.client.clone(),
+            StoreConfig::for_resource(RESOURCE),
+            Arc::new(StorageCodec::<Pod>::new(MediaType::Protobuf)),
+            Arc::new(IdentityTransformer),
+        ));
+        for (name, limit, repr) in [
+            ("kube list whole", 0, Listed::Dynamic),
+            ("kube list pages of 500", LIST_PAGE, Listed::Dynamic),
+            ("kube list whole, typed Pod", 0, Listed::Typed),
+            (
+                "kube list pages of 500, typed Pod",
+                LIST_PAGE,
+                Listed::Typed,
+            ),
+            ("kube list whole, LazyObject", 0, Listed::Lazy),
+            (
+                "kube list pages of 500, LazyObject",
+                LIST_PAGE,
+                Listed::Lazy,
+            ),
         ] {
             if !self.settings.selected(name) {
                 continue;
@@ -392,7 +422,7 @@ impl Bench {
             });
             for _ in 0..rounds {
                 for side in [Side::Apistore, Side::Kube, Side::Raw] {
-                    if !self.runs(side) || (lazy && side == Side::Raw) {
+                    if !self.runs(side) || (repr != Listed::Dynamic && side == Side::Raw) {
                         continue;
                     }
                     let mut times = Vec::new();
@@ -401,10 +431,16 @@ impl Bench {
                         let (time, client_cpu, listed) = match side {
                             Side::Apistore => {
                                 let (plan, shape) = (Plan::Count(1), ListShape::whole(limit));
-                                let (sample, listed, _) = if lazy {
-                                    self.store_lists(&lazy_store, 1, plan, shape).await?
-                                } else {
-                                    self.store_lists(store, 1, plan, shape).await?
+                                let (sample, listed, _) = match repr {
+                                    Listed::Dynamic => {
+                                        self.store_lists(store, 1, plan, shape).await?
+                                    }
+                                    Listed::Typed => {
+                                        self.store_lists(&typed_store, 1, plan, shape).await?
+                                    }
+                                    Listed::Lazy => {
+                                        self.store_lists(&lazy_store, 1, plan, shape).await?
+                                    }
                                 };
                                 (sample.latency(0.5), sample.client_cpu_per_op(), listed)
                             }

@@ -208,10 +208,15 @@ where
 
     fn decode(&self, data: &[u8]) -> Result<T, CodecError> {
         if is_protobuf(data) {
-            // Straight from the protobuf into T: no JSON text in between.
-            let object = self
-                .protobuf()
-                .decode(data)
+            // A k8s-openapi resource by its generated code (the same object, two to
+            // three times faster); any other T straight from the protobuf through
+            // serde. Neither has JSON text in between.
+            #[cfg(feature = "k8s-openapi")]
+            let generated = crate::typed::decode_generated::<T>(self.protobuf(), data);
+            #[cfg(not(feature = "k8s-openapi"))]
+            let generated = None;
+            let object = generated
+                .unwrap_or_else(|| self.protobuf().decode(data))
                 .map_err(|e| CodecError::Decode(Box::new(e)))?;
             if let Some(observer) = &self.observer {
                 if let Some(read) = self.protobuf().partial_read(data) {

@@ -8,260 +8,212 @@
 
 use super::prelude::*;
 
-/// Every resource type of the enabled version, for the test that holds this decode equal to serde's.
-#[cfg(test)]
-pub(crate) fn resources() -> Vec<super::tests::Resource> {
-    use super::tests::resource;
-    let mut all = Vec::new();
+/// Hands every resource type of the enabled version to `visitor`: the codec's
+/// table of decoders, and the test that holds them equal to serde's.
+pub(crate) fn each_resource(visitor: &mut impl super::VisitResource) {
     k8s_openapi::k8s_if_ge_1_36! {
-    all.push(resource::<k8s_openapi::api::admissionregistration::v1::MutatingAdmissionPolicy>());
+    visitor.visit::<k8s_openapi::api::admissionregistration::v1::MutatingAdmissionPolicy>();
     }
     k8s_openapi::k8s_if_ge_1_36! {
-    all.push(resource::<k8s_openapi::api::admissionregistration::v1::MutatingAdmissionPolicyBinding>());
+    visitor.visit::<k8s_openapi::api::admissionregistration::v1::MutatingAdmissionPolicyBinding>();
     }
-    all.push(resource::<
-        k8s_openapi::api::admissionregistration::v1::MutatingWebhookConfiguration,
-    >());
-    all.push(resource::<
-        k8s_openapi::api::admissionregistration::v1::ValidatingAdmissionPolicy,
-    >());
-    all.push(resource::<
-        k8s_openapi::api::admissionregistration::v1::ValidatingAdmissionPolicyBinding,
-    >());
-    all.push(resource::<
-        k8s_openapi::api::admissionregistration::v1::ValidatingWebhookConfiguration,
-    >());
-    all.push(resource::<
-        k8s_openapi::api::admissionregistration::v1alpha1::MutatingAdmissionPolicy,
-    >());
-    all.push(resource::<
-        k8s_openapi::api::admissionregistration::v1alpha1::MutatingAdmissionPolicyBinding,
-    >());
+    visitor.visit::<k8s_openapi::api::admissionregistration::v1::MutatingWebhookConfiguration>();
+    visitor.visit::<k8s_openapi::api::admissionregistration::v1::ValidatingAdmissionPolicy>();
+    visitor
+        .visit::<k8s_openapi::api::admissionregistration::v1::ValidatingAdmissionPolicyBinding>();
+    visitor.visit::<k8s_openapi::api::admissionregistration::v1::ValidatingWebhookConfiguration>();
+    visitor.visit::<k8s_openapi::api::admissionregistration::v1alpha1::MutatingAdmissionPolicy>();
+    visitor
+        .visit::<k8s_openapi::api::admissionregistration::v1alpha1::MutatingAdmissionPolicyBinding>(
+        );
     k8s_openapi::k8s_if_ge_1_34! {
-    all.push(resource::<k8s_openapi::api::admissionregistration::v1beta1::MutatingAdmissionPolicy>());
+    visitor.visit::<k8s_openapi::api::admissionregistration::v1beta1::MutatingAdmissionPolicy>();
     }
     k8s_openapi::k8s_if_ge_1_34! {
-    all.push(resource::<k8s_openapi::api::admissionregistration::v1beta1::MutatingAdmissionPolicyBinding>());
+    visitor.visit::<k8s_openapi::api::admissionregistration::v1beta1::MutatingAdmissionPolicyBinding>();
     }
     k8s_openapi::k8s_if_1_33! {
-    all.push(resource::<k8s_openapi::api::admissionregistration::v1beta1::ValidatingAdmissionPolicy>());
+    visitor.visit::<k8s_openapi::api::admissionregistration::v1beta1::ValidatingAdmissionPolicy>();
     }
     k8s_openapi::k8s_if_1_33! {
-    all.push(resource::<k8s_openapi::api::admissionregistration::v1beta1::ValidatingAdmissionPolicyBinding>());
+    visitor.visit::<k8s_openapi::api::admissionregistration::v1beta1::ValidatingAdmissionPolicyBinding>();
     }
-    all.push(resource::<
-        k8s_openapi::api::apiserverinternal::v1alpha1::StorageVersion,
-    >());
-    all.push(resource::<k8s_openapi::api::apps::v1::ControllerRevision>());
-    all.push(resource::<k8s_openapi::api::apps::v1::DaemonSet>());
-    all.push(resource::<k8s_openapi::api::apps::v1::Deployment>());
-    all.push(resource::<k8s_openapi::api::apps::v1::ReplicaSet>());
-    all.push(resource::<k8s_openapi::api::apps::v1::StatefulSet>());
-    all.push(resource::<
-        k8s_openapi::api::authentication::v1::SelfSubjectReview,
-    >());
-    all.push(resource::<k8s_openapi::api::authentication::v1::TokenRequest>());
-    all.push(resource::<k8s_openapi::api::authentication::v1::TokenReview>());
-    all.push(resource::<
-        k8s_openapi::api::authorization::v1::LocalSubjectAccessReview,
-    >());
-    all.push(resource::<
-        k8s_openapi::api::authorization::v1::SelfSubjectAccessReview,
-    >());
-    all.push(resource::<
-        k8s_openapi::api::authorization::v1::SelfSubjectRulesReview,
-    >());
-    all.push(resource::<
-        k8s_openapi::api::authorization::v1::SubjectAccessReview,
-    >());
-    all.push(resource::<
-        k8s_openapi::api::autoscaling::v1::HorizontalPodAutoscaler,
-    >());
-    all.push(resource::<k8s_openapi::api::autoscaling::v1::Scale>());
-    all.push(resource::<
-        k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscaler,
-    >());
-    all.push(resource::<k8s_openapi::api::batch::v1::CronJob>());
-    all.push(resource::<k8s_openapi::api::batch::v1::Job>());
-    all.push(resource::<
-        k8s_openapi::api::certificates::v1::CertificateSigningRequest,
-    >());
+    visitor.visit::<k8s_openapi::api::apiserverinternal::v1alpha1::StorageVersion>();
+    visitor.visit::<k8s_openapi::api::apps::v1::ControllerRevision>();
+    visitor.visit::<k8s_openapi::api::apps::v1::DaemonSet>();
+    visitor.visit::<k8s_openapi::api::apps::v1::Deployment>();
+    visitor.visit::<k8s_openapi::api::apps::v1::ReplicaSet>();
+    visitor.visit::<k8s_openapi::api::apps::v1::StatefulSet>();
+    visitor.visit::<k8s_openapi::api::authentication::v1::SelfSubjectReview>();
+    visitor.visit::<k8s_openapi::api::authentication::v1::TokenRequest>();
+    visitor.visit::<k8s_openapi::api::authentication::v1::TokenReview>();
+    visitor.visit::<k8s_openapi::api::authorization::v1::LocalSubjectAccessReview>();
+    visitor.visit::<k8s_openapi::api::authorization::v1::SelfSubjectAccessReview>();
+    visitor.visit::<k8s_openapi::api::authorization::v1::SelfSubjectRulesReview>();
+    visitor.visit::<k8s_openapi::api::authorization::v1::SubjectAccessReview>();
+    visitor.visit::<k8s_openapi::api::autoscaling::v1::HorizontalPodAutoscaler>();
+    visitor.visit::<k8s_openapi::api::autoscaling::v1::Scale>();
+    visitor.visit::<k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscaler>();
+    visitor.visit::<k8s_openapi::api::batch::v1::CronJob>();
+    visitor.visit::<k8s_openapi::api::batch::v1::Job>();
+    visitor.visit::<k8s_openapi::api::certificates::v1::CertificateSigningRequest>();
     k8s_openapi::k8s_if_1_37! {
-    all.push(resource::<k8s_openapi::api::certificates::v1::ClusterTrustBundle>());
+    visitor.visit::<k8s_openapi::api::certificates::v1::ClusterTrustBundle>();
     }
     k8s_openapi::k8s_if_1_37! {
-    all.push(resource::<k8s_openapi::api::certificates::v1::PodCertificateRequest>());
+    visitor.visit::<k8s_openapi::api::certificates::v1::PodCertificateRequest>();
     }
     k8s_openapi::k8s_if_le_1_36! {
-    all.push(resource::<k8s_openapi::api::certificates::v1alpha1::ClusterTrustBundle>());
+    visitor.visit::<k8s_openapi::api::certificates::v1alpha1::ClusterTrustBundle>();
     }
     k8s_openapi::k8s_if_1_34! {
-    all.push(resource::<k8s_openapi::api::certificates::v1alpha1::PodCertificateRequest>());
+    visitor.visit::<k8s_openapi::api::certificates::v1alpha1::PodCertificateRequest>();
     }
-    all.push(resource::<
-        k8s_openapi::api::certificates::v1beta1::ClusterTrustBundle,
-    >());
+    visitor.visit::<k8s_openapi::api::certificates::v1beta1::ClusterTrustBundle>();
     k8s_openapi::k8s_if_ge_1_35! {
-    all.push(resource::<k8s_openapi::api::certificates::v1beta1::PodCertificateRequest>());
+    visitor.visit::<k8s_openapi::api::certificates::v1beta1::PodCertificateRequest>();
     }
-    all.push(resource::<k8s_openapi::api::coordination::v1::Lease>());
-    all.push(resource::<
-        k8s_openapi::api::coordination::v1alpha2::LeaseCandidate,
-    >());
-    all.push(resource::<
-        k8s_openapi::api::coordination::v1beta1::LeaseCandidate,
-    >());
-    all.push(resource::<k8s_openapi::api::core::v1::Binding>());
-    all.push(resource::<k8s_openapi::api::core::v1::ComponentStatus>());
-    all.push(resource::<k8s_openapi::api::core::v1::ConfigMap>());
-    all.push(resource::<k8s_openapi::api::core::v1::Endpoints>());
-    all.push(resource::<k8s_openapi::api::core::v1::Event>());
-    all.push(resource::<k8s_openapi::api::core::v1::LimitRange>());
-    all.push(resource::<k8s_openapi::api::core::v1::Namespace>());
-    all.push(resource::<k8s_openapi::api::core::v1::Node>());
-    all.push(resource::<k8s_openapi::api::core::v1::PersistentVolume>());
-    all.push(resource::<k8s_openapi::api::core::v1::PersistentVolumeClaim>());
-    all.push(resource::<k8s_openapi::api::core::v1::Pod>());
-    all.push(resource::<k8s_openapi::api::core::v1::PodTemplate>());
-    all.push(resource::<k8s_openapi::api::core::v1::ReplicationController>());
-    all.push(resource::<k8s_openapi::api::core::v1::ResourceQuota>());
-    all.push(resource::<k8s_openapi::api::core::v1::Secret>());
-    all.push(resource::<k8s_openapi::api::core::v1::Service>());
-    all.push(resource::<k8s_openapi::api::core::v1::ServiceAccount>());
-    all.push(resource::<k8s_openapi::api::discovery::v1::EndpointSlice>());
-    all.push(resource::<k8s_openapi::api::events::v1::Event>());
-    all.push(resource::<k8s_openapi::api::flowcontrol::v1::FlowSchema>());
-    all.push(resource::<
-        k8s_openapi::api::flowcontrol::v1::PriorityLevelConfiguration,
-    >());
+    visitor.visit::<k8s_openapi::api::coordination::v1::Lease>();
+    visitor.visit::<k8s_openapi::api::coordination::v1alpha2::LeaseCandidate>();
+    visitor.visit::<k8s_openapi::api::coordination::v1beta1::LeaseCandidate>();
+    visitor.visit::<k8s_openapi::api::core::v1::Binding>();
+    visitor.visit::<k8s_openapi::api::core::v1::ComponentStatus>();
+    visitor.visit::<k8s_openapi::api::core::v1::ConfigMap>();
+    visitor.visit::<k8s_openapi::api::core::v1::Endpoints>();
+    visitor.visit::<k8s_openapi::api::core::v1::Event>();
+    visitor.visit::<k8s_openapi::api::core::v1::LimitRange>();
+    visitor.visit::<k8s_openapi::api::core::v1::Namespace>();
+    visitor.visit::<k8s_openapi::api::core::v1::Node>();
+    visitor.visit::<k8s_openapi::api::core::v1::PersistentVolume>();
+    visitor.visit::<k8s_openapi::api::core::v1::PersistentVolumeClaim>();
+    visitor.visit::<k8s_openapi::api::core::v1::Pod>();
+    visitor.visit::<k8s_openapi::api::core::v1::PodTemplate>();
+    visitor.visit::<k8s_openapi::api::core::v1::ReplicationController>();
+    visitor.visit::<k8s_openapi::api::core::v1::ResourceQuota>();
+    visitor.visit::<k8s_openapi::api::core::v1::Secret>();
+    visitor.visit::<k8s_openapi::api::core::v1::Service>();
+    visitor.visit::<k8s_openapi::api::core::v1::ServiceAccount>();
+    visitor.visit::<k8s_openapi::api::discovery::v1::EndpointSlice>();
+    visitor.visit::<k8s_openapi::api::events::v1::Event>();
+    visitor.visit::<k8s_openapi::api::flowcontrol::v1::FlowSchema>();
+    visitor.visit::<k8s_openapi::api::flowcontrol::v1::PriorityLevelConfiguration>();
     k8s_openapi::k8s_if_1_37! {
-    all.push(resource::<k8s_openapi::api::lifecycle::v1alpha1::Eviction>());
+    visitor.visit::<k8s_openapi::api::lifecycle::v1alpha1::Eviction>();
     }
     k8s_openapi::k8s_if_1_37! {
-    all.push(resource::<k8s_openapi::api::lifecycle::v1alpha1::EvictionRequest>());
+    visitor.visit::<k8s_openapi::api::lifecycle::v1alpha1::EvictionRequest>();
     }
-    all.push(resource::<k8s_openapi::api::networking::v1::IPAddress>());
-    all.push(resource::<k8s_openapi::api::networking::v1::Ingress>());
-    all.push(resource::<k8s_openapi::api::networking::v1::IngressClass>());
-    all.push(resource::<k8s_openapi::api::networking::v1::NetworkPolicy>());
-    all.push(resource::<k8s_openapi::api::networking::v1::ServiceCIDR>());
+    visitor.visit::<k8s_openapi::api::networking::v1::IPAddress>();
+    visitor.visit::<k8s_openapi::api::networking::v1::Ingress>();
+    visitor.visit::<k8s_openapi::api::networking::v1::IngressClass>();
+    visitor.visit::<k8s_openapi::api::networking::v1::NetworkPolicy>();
+    visitor.visit::<k8s_openapi::api::networking::v1::ServiceCIDR>();
     k8s_openapi::k8s_if_le_1_36! {
-    all.push(resource::<k8s_openapi::api::networking::v1beta1::IPAddress>());
+    visitor.visit::<k8s_openapi::api::networking::v1beta1::IPAddress>();
     }
     k8s_openapi::k8s_if_le_1_36! {
-    all.push(resource::<k8s_openapi::api::networking::v1beta1::ServiceCIDR>());
+    visitor.visit::<k8s_openapi::api::networking::v1beta1::ServiceCIDR>();
     }
-    all.push(resource::<k8s_openapi::api::node::v1::RuntimeClass>());
-    all.push(resource::<k8s_openapi::api::policy::v1::Eviction>());
-    all.push(resource::<k8s_openapi::api::policy::v1::PodDisruptionBudget>());
-    all.push(resource::<k8s_openapi::api::rbac::v1::ClusterRole>());
-    all.push(resource::<k8s_openapi::api::rbac::v1::ClusterRoleBinding>());
-    all.push(resource::<k8s_openapi::api::rbac::v1::Role>());
-    all.push(resource::<k8s_openapi::api::rbac::v1::RoleBinding>());
+    visitor.visit::<k8s_openapi::api::node::v1::RuntimeClass>();
+    visitor.visit::<k8s_openapi::api::policy::v1::Eviction>();
+    visitor.visit::<k8s_openapi::api::policy::v1::PodDisruptionBudget>();
+    visitor.visit::<k8s_openapi::api::rbac::v1::ClusterRole>();
+    visitor.visit::<k8s_openapi::api::rbac::v1::ClusterRoleBinding>();
+    visitor.visit::<k8s_openapi::api::rbac::v1::Role>();
+    visitor.visit::<k8s_openapi::api::rbac::v1::RoleBinding>();
     k8s_openapi::k8s_if_ge_1_34! {
-    all.push(resource::<k8s_openapi::api::resource::v1::DeviceClass>());
+    visitor.visit::<k8s_openapi::api::resource::v1::DeviceClass>();
     }
     k8s_openapi::k8s_if_1_37! {
-    all.push(resource::<k8s_openapi::api::resource::v1::DeviceTaintRule>());
+    visitor.visit::<k8s_openapi::api::resource::v1::DeviceTaintRule>();
     }
     k8s_openapi::k8s_if_ge_1_34! {
-    all.push(resource::<k8s_openapi::api::resource::v1::ResourceClaim>());
+    visitor.visit::<k8s_openapi::api::resource::v1::ResourceClaim>();
     }
     k8s_openapi::k8s_if_ge_1_34! {
-    all.push(resource::<k8s_openapi::api::resource::v1::ResourceClaimTemplate>());
+    visitor.visit::<k8s_openapi::api::resource::v1::ResourceClaimTemplate>();
     }
     k8s_openapi::k8s_if_ge_1_34! {
-    all.push(resource::<k8s_openapi::api::resource::v1::ResourceSlice>());
+    visitor.visit::<k8s_openapi::api::resource::v1::ResourceSlice>();
     }
     k8s_openapi::k8s_if_1_33! {
-    all.push(resource::<k8s_openapi::api::resource::v1alpha3::DeviceClass>());
+    visitor.visit::<k8s_openapi::api::resource::v1alpha3::DeviceClass>();
     }
-    all.push(resource::<
-        k8s_openapi::api::resource::v1alpha3::DeviceTaintRule,
-    >());
+    visitor.visit::<k8s_openapi::api::resource::v1alpha3::DeviceTaintRule>();
     k8s_openapi::k8s_if_1_33! {
-    all.push(resource::<k8s_openapi::api::resource::v1alpha3::ResourceClaim>());
+    visitor.visit::<k8s_openapi::api::resource::v1alpha3::ResourceClaim>();
     }
     k8s_openapi::k8s_if_1_33! {
-    all.push(resource::<k8s_openapi::api::resource::v1alpha3::ResourceClaimTemplate>());
+    visitor.visit::<k8s_openapi::api::resource::v1alpha3::ResourceClaimTemplate>();
     }
     k8s_openapi::k8s_if_ge_1_36! {
-    all.push(resource::<k8s_openapi::api::resource::v1alpha3::ResourcePoolStatusRequest>());
+    visitor.visit::<k8s_openapi::api::resource::v1alpha3::ResourcePoolStatusRequest>();
     }
     k8s_openapi::k8s_if_1_33! {
-    all.push(resource::<k8s_openapi::api::resource::v1alpha3::ResourceSlice>());
+    visitor.visit::<k8s_openapi::api::resource::v1alpha3::ResourceSlice>();
     }
-    all.push(resource::<k8s_openapi::api::resource::v1beta1::DeviceClass>());
-    all.push(resource::<k8s_openapi::api::resource::v1beta1::ResourceClaim>());
-    all.push(resource::<
-        k8s_openapi::api::resource::v1beta1::ResourceClaimTemplate,
-    >());
-    all.push(resource::<k8s_openapi::api::resource::v1beta1::ResourceSlice>());
-    all.push(resource::<k8s_openapi::api::resource::v1beta2::DeviceClass>());
+    visitor.visit::<k8s_openapi::api::resource::v1beta1::DeviceClass>();
+    visitor.visit::<k8s_openapi::api::resource::v1beta1::ResourceClaim>();
+    visitor.visit::<k8s_openapi::api::resource::v1beta1::ResourceClaimTemplate>();
+    visitor.visit::<k8s_openapi::api::resource::v1beta1::ResourceSlice>();
+    visitor.visit::<k8s_openapi::api::resource::v1beta2::DeviceClass>();
     k8s_openapi::k8s_if_ge_1_36! {
-    all.push(resource::<k8s_openapi::api::resource::v1beta2::DeviceTaintRule>());
+    visitor.visit::<k8s_openapi::api::resource::v1beta2::DeviceTaintRule>();
     }
-    all.push(resource::<k8s_openapi::api::resource::v1beta2::ResourceClaim>());
-    all.push(resource::<
-        k8s_openapi::api::resource::v1beta2::ResourceClaimTemplate,
-    >());
-    all.push(resource::<k8s_openapi::api::resource::v1beta2::ResourceSlice>());
-    all.push(resource::<k8s_openapi::api::scheduling::v1::PriorityClass>());
+    visitor.visit::<k8s_openapi::api::resource::v1beta2::ResourceClaim>();
+    visitor.visit::<k8s_openapi::api::resource::v1beta2::ResourceClaimTemplate>();
+    visitor.visit::<k8s_openapi::api::resource::v1beta2::ResourceSlice>();
+    visitor.visit::<k8s_openapi::api::scheduling::v1::PriorityClass>();
     k8s_openapi::k8s_if_1_35! {
-    all.push(resource::<k8s_openapi::api::scheduling::v1alpha1::Workload>());
+    visitor.visit::<k8s_openapi::api::scheduling::v1alpha1::Workload>();
     }
     k8s_openapi::k8s_if_1_36! {
-    all.push(resource::<k8s_openapi::api::scheduling::v1alpha2::PodGroup>());
+    visitor.visit::<k8s_openapi::api::scheduling::v1alpha2::PodGroup>();
     }
     k8s_openapi::k8s_if_1_36! {
-    all.push(resource::<k8s_openapi::api::scheduling::v1alpha2::Workload>());
+    visitor.visit::<k8s_openapi::api::scheduling::v1alpha2::Workload>();
     }
     k8s_openapi::k8s_if_1_37! {
-    all.push(resource::<k8s_openapi::api::scheduling::v1alpha3::CompositePodGroup>());
+    visitor.visit::<k8s_openapi::api::scheduling::v1alpha3::CompositePodGroup>();
     }
     k8s_openapi::k8s_if_1_37! {
-    all.push(resource::<k8s_openapi::api::scheduling::v1alpha3::PodGroup>());
+    visitor.visit::<k8s_openapi::api::scheduling::v1alpha3::PodGroup>();
     }
     k8s_openapi::k8s_if_1_37! {
-    all.push(resource::<k8s_openapi::api::scheduling::v1alpha3::Workload>());
+    visitor.visit::<k8s_openapi::api::scheduling::v1alpha3::Workload>();
     }
     k8s_openapi::k8s_if_1_37! {
-    all.push(resource::<k8s_openapi::api::scheduling::v1beta1::PodGroup>());
+    visitor.visit::<k8s_openapi::api::scheduling::v1beta1::PodGroup>();
     }
     k8s_openapi::k8s_if_1_37! {
-    all.push(resource::<k8s_openapi::api::scheduling::v1beta1::Workload>());
+    visitor.visit::<k8s_openapi::api::scheduling::v1beta1::Workload>();
     }
-    all.push(resource::<k8s_openapi::api::storage::v1::CSIDriver>());
-    all.push(resource::<k8s_openapi::api::storage::v1::CSINode>());
-    all.push(resource::<k8s_openapi::api::storage::v1::CSIStorageCapacity>());
-    all.push(resource::<k8s_openapi::api::storage::v1::StorageClass>());
-    all.push(resource::<k8s_openapi::api::storage::v1::VolumeAttachment>());
+    visitor.visit::<k8s_openapi::api::storage::v1::CSIDriver>();
+    visitor.visit::<k8s_openapi::api::storage::v1::CSINode>();
+    visitor.visit::<k8s_openapi::api::storage::v1::CSIStorageCapacity>();
+    visitor.visit::<k8s_openapi::api::storage::v1::StorageClass>();
+    visitor.visit::<k8s_openapi::api::storage::v1::VolumeAttachment>();
     k8s_openapi::k8s_if_ge_1_34! {
-    all.push(resource::<k8s_openapi::api::storage::v1::VolumeAttributesClass>());
+    visitor.visit::<k8s_openapi::api::storage::v1::VolumeAttributesClass>();
     }
     k8s_openapi::k8s_if_le_1_34! {
-    all.push(resource::<k8s_openapi::api::storage::v1alpha1::VolumeAttributesClass>());
+    visitor.visit::<k8s_openapi::api::storage::v1alpha1::VolumeAttributesClass>();
     }
     k8s_openapi::k8s_if_le_1_36! {
-    all.push(resource::<k8s_openapi::api::storage::v1beta1::VolumeAttributesClass>());
+    visitor.visit::<k8s_openapi::api::storage::v1beta1::VolumeAttributesClass>();
     }
     k8s_openapi::k8s_if_1_37! {
-    all.push(resource::<k8s_openapi::api::storagemigration::v1::StorageVersionMigration>());
+    visitor.visit::<k8s_openapi::api::storagemigration::v1::StorageVersionMigration>();
     }
     k8s_openapi::k8s_if_le_1_34! {
-    all.push(resource::<k8s_openapi::api::storagemigration::v1alpha1::StorageVersionMigration>());
+    visitor.visit::<k8s_openapi::api::storagemigration::v1alpha1::StorageVersionMigration>();
     }
     k8s_openapi::k8s_if_ge_1_35! {
-    all.push(resource::<k8s_openapi::api::storagemigration::v1beta1::StorageVersionMigration>());
+    visitor.visit::<k8s_openapi::api::storagemigration::v1beta1::StorageVersionMigration>();
     }
-    all.push(resource::<k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition>());
-    all.push(resource::<
-        k8s_openapi::apimachinery::pkg::apis::meta::v1::Status,
-    >());
-    all.push(resource::<
-        k8s_openapi::kube_aggregator::pkg::apis::apiregistration::v1::APIService,
-    >());
-    all
+    visitor.visit::<k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition>();
+    visitor.visit::<k8s_openapi::apimachinery::pkg::apis::meta::v1::Status>();
+    visitor.visit::<k8s_openapi::kube_aggregator::pkg::apis::apiregistration::v1::APIService>();
 }
 
 k8s_openapi::k8s_if_ge_1_36! {

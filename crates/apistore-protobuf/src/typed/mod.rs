@@ -23,8 +23,8 @@
 mod fields;
 // Generated code names every type by its path (its own included) and may use only
 // part of what is passed to it (a `finish` with zeros but no nested struct leaves
-// `cx` unused); its list of resources pushes each under its version's macro.
-#[allow(unused_variables, clippy::use_self, clippy::vec_init_then_push)]
+// `cx` unused).
+#[allow(unused_variables, clippy::use_self)]
 mod generated;
 mod leaves;
 
@@ -42,6 +42,14 @@ mod prelude {
     pub(super) use super::{Cx, FieldError, FromKubeProtobuf, at, inline};
     pub(super) use crate::wire::WireVal;
 }
+
+use std::any::{Any, TypeId};
+use std::collections::HashMap;
+use std::fmt::Debug;
+use std::sync::OnceLock;
+
+use serde::Serialize;
+use serde::de::DeserializeOwned;
 
 use crate::error::ProtobufError;
 use crate::schema::Schema;
@@ -99,6 +107,82 @@ fn wrong_type<T: k8s_openapi::Resource>(av: &str, kind: &str) -> ProtobufError {
             T::KIND
         ),
     }
+}
+
+/// What every resource type the generated code decodes also is: what the codec needs
+/// to hand it out and the test to compare it.
+pub(crate) trait GeneratedResource:
+    FromKubeProtobuf
+    + k8s_openapi::Resource
+    + Serialize
+    + DeserializeOwned
+    + PartialEq
+    + Debug
+    + 'static
+{
+}
+
+impl<T> GeneratedResource for T where
+    T: FromKubeProtobuf
+        + k8s_openapi::Resource
+        + Serialize
+        + DeserializeOwned
+        + PartialEq
+        + Debug
+        + 'static
+{
+}
+
+/// Something done with each resource type the generated code decodes.
+pub(crate) trait VisitResource {
+    /// Called once per resource type.
+    fn visit<T: GeneratedResource>(&mut self);
+}
+
+/// A type-erased [`KubeProtobuf::decode_k8s`]: fills the `Option<T>` behind `out`.
+type DecodeInto = fn(&KubeProtobuf, &[u8], &mut dyn Any) -> Result<()>;
+
+fn decode_into<T: GeneratedResource>(
+    kp: &KubeProtobuf,
+    stored: &[u8],
+    out: &mut dyn Any,
+) -> Result<()> {
+    if let Some(slot) = out.downcast_mut::<Option<T>>() {
+        *slot = Some(kp.decode_k8s::<T>(stored)?);
+    }
+    Ok(())
+}
+
+/// The generated decoder of every resource type, by type.
+fn decoders() -> &'static HashMap<TypeId, DecodeInto> {
+    struct Table(HashMap<TypeId, DecodeInto>);
+    impl VisitResource for Table {
+        fn visit<T: GeneratedResource>(&mut self) {
+            self.0.insert(TypeId::of::<T>(), decode_into::<T>);
+        }
+    }
+    static TABLE: OnceLock<HashMap<TypeId, DecodeInto>> = OnceLock::new();
+    TABLE.get_or_init(|| {
+        let mut table = Table(HashMap::new());
+        generated::each_resource(&mut table);
+        table.0
+    })
+}
+
+/// `stored` decoded by the generated code when `T` is a k8s-openapi resource type it
+/// has (what [`crate::StorageCodec`] decodes a typed object with); `None` for any
+/// other type, which goes through serde.
+pub(crate) fn decode_generated<T: 'static>(kp: &KubeProtobuf, stored: &[u8]) -> Option<Result<T>> {
+    let decode = decoders().get(&TypeId::of::<T>())?;
+    let mut slot: Option<T> = None;
+    Some(match decode(kp, stored, &mut slot) {
+        Ok(()) => slot.ok_or_else(|| ProtobufError::Decode {
+            kind: std::any::type_name::<T>().to_owned(),
+            path: ".".to_owned(),
+            reason: "the generated decoder is registered under another type".to_owned(),
+        }),
+        Err(e) => Err(e),
+    })
 }
 
 /// What a decode carries down: the schema (for the raw-JSON types read through the

@@ -5,7 +5,6 @@
 //! held equal to Go's JSON by the golden tests) on every golden case of every kind
 //! k8s-openapi has, and hostile bytes.
 
-use std::fmt::Debug;
 use std::path::{Path, PathBuf};
 
 use apistore_storage::KubeVersion;
@@ -14,28 +13,32 @@ use base64::engine::general_purpose::STANDARD;
 use k8s_openapi::api::core::v1::{ConfigMap, Pod};
 use proptest::prelude::*;
 use serde::Serialize;
-use serde::de::DeserializeOwned;
 
-use super::FromKubeProtobuf;
+use super::{GeneratedResource, VisitResource};
 use crate::{KubeProtobuf, ProtobufError};
 
-/// One resource type of the enabled k8s-openapi version (the generated
-/// `resources()` lists them all).
-pub(crate) struct Resource {
+/// One resource type of the enabled k8s-openapi version.
+struct Resource {
     api_version: &'static str,
     kind: &'static str,
     check: fn(&KubeProtobuf, &[u8]) -> Outcome,
 }
 
-pub(crate) fn resource<T>() -> Resource
-where
-    T: FromKubeProtobuf + k8s_openapi::Resource + DeserializeOwned + PartialEq + Debug + Serialize,
-{
-    Resource {
-        api_version: T::API_VERSION,
-        kind: T::KIND,
-        check: check::<T>,
+/// Every resource type the generated code has.
+fn resources() -> Vec<Resource> {
+    struct List(Vec<Resource>);
+    impl VisitResource for List {
+        fn visit<T: GeneratedResource>(&mut self) {
+            self.0.push(Resource {
+                api_version: T::API_VERSION,
+                kind: T::KIND,
+                check: check::<T>,
+            });
+        }
     }
+    let mut list = List(Vec::new());
+    super::generated::each_resource(&mut list);
+    list.0
 }
 
 enum Outcome {
@@ -45,10 +48,7 @@ enum Outcome {
     Failed(String),
 }
 
-fn check<T>(kp: &KubeProtobuf, stored: &[u8]) -> Outcome
-where
-    T: FromKubeProtobuf + k8s_openapi::Resource + DeserializeOwned + PartialEq + Debug + Serialize,
-{
+fn check<T: GeneratedResource>(kp: &KubeProtobuf, stored: &[u8]) -> Outcome {
     let by_serde = kp.decode::<T>(stored);
     let direct = kp.decode_k8s::<T>(stored);
     match (by_serde, direct) {
@@ -124,7 +124,7 @@ fn fixture_dirs() -> Vec<PathBuf> {
 #[test]
 fn every_golden_case_decodes_as_the_serde_path_does() {
     let kp = KubeProtobuf::for_version(KubeVersion::V1_37);
-    let resources = super::generated::resources();
+    let resources = resources();
     assert!(
         resources.len() >= 100,
         "only {} resource types generated",
@@ -214,6 +214,24 @@ fn a_realistic_pod_has_its_fields() {
     assert!(!spec.containers.is_empty());
     assert!(!spec.containers[0].name.is_empty());
     assert!(pod.status.is_some());
+}
+
+#[test]
+fn the_codec_decodes_resources_by_the_generated_code_and_other_types_by_serde() {
+    let kp = KubeProtobuf::for_version(KubeVersion::V1_37);
+    let stored = realistic_pod();
+    let generated = super::decode_generated::<Pod>(kp, &stored)
+        .expect("Pod has a generated decoder")
+        .unwrap();
+    assert_eq!(generated, kp.decode::<Pod>(&stored).unwrap());
+    assert!(super::decode_generated::<apistore_storage::DynamicObject>(kp, &stored).is_none());
+    assert!(super::decode_generated::<serde_json::Value>(kp, &stored).is_none());
+    let codec =
+        crate::StorageCodec::<Pod>::for_kube(crate::MediaType::Protobuf, KubeVersion::V1_37);
+    assert_eq!(
+        apistore_storage::Codec::decode(&codec, &stored).unwrap(),
+        generated
+    );
 }
 
 #[test]
