@@ -56,6 +56,7 @@ use crate::pod::{pod, pod_name};
 use crate::raw::prefix_range_end;
 use crate::side_by_side::{Collector, Side, SideBySide, spec};
 use crate::stats::{Unit, median};
+use crate::typed_pod::{TypedPod, TypedPodCodec};
 use store_list::ListShape;
 
 mod cache;
@@ -208,7 +209,7 @@ impl Bench {
             let lazy_store = Arc::new(Etcd3Store::<LazyPod>::with_parts(
                 self.client.clone(),
                 StoreConfig::for_resource(RESOURCE),
-                LazyPodCodec::shared(MediaType::Protobuf),
+                LazyPodCodec::shared(LazyCodec::new(MediaType::Protobuf)),
                 Arc::new(IdentityTransformer),
             ));
             let mut result = Ok(());
@@ -387,10 +388,10 @@ impl Bench {
             Arc::new(LazyCodec::new(MediaType::Protobuf)),
             Arc::new(IdentityTransformer),
         ));
-        let typed_store = Arc::new(Etcd3Store::<Pod>::with_parts(
+        let typed_store = Arc::new(Etcd3Store::<TypedPod>::with_parts(
             self.client.clone(),
             StoreConfig::for_resource(RESOURCE),
-            Arc::new(StorageCodec::<Pod>::new(MediaType::Protobuf)),
+            TypedPodCodec::shared(StorageCodec::new(MediaType::Protobuf)),
             Arc::new(IdentityTransformer),
         ));
         for (name, limit, repr) in [

@@ -2,11 +2,10 @@
 //! body left as stored protobuf), with `spec.nodeName` selectable as `KubePod` has it,
 //! read straight from the stored bytes: a list by node decodes no Pod's body.
 
-use std::sync::Arc;
+use apistore_protobuf::{LazyCodec, LazyObject};
+use apistore_storage::{ApiObject, Fields, MetaAccessor};
 
-use apistore_protobuf::{LazyCodec, LazyObject, MediaType};
-use apistore_storage::{ApiObject, Codec, CodecError, Fields, MetaAccessor};
-use bytes::Bytes;
+use crate::wrapped_codec::{WrappedCodec, Wrapper};
 
 /// The path of the field kube's Pod registry makes selectable beyond name and
 /// namespace.
@@ -38,48 +37,24 @@ impl ApiObject for LazyPod {
     }
 }
 
+impl Wrapper for LazyPod {
+    type Inner = LazyObject;
+    fn wrap(inner: LazyObject) -> Self {
+        Self(inner)
+    }
+    fn inner(&self) -> &LazyObject {
+        &self.0
+    }
+}
+
 /// [`LazyCodec`] for [`LazyPod`]s: kube's protobuf, read lazily, written as
 /// `LazyCodec` writes (the stored bytes with the metadata spliced in).
-#[derive(Debug, Clone, Default)]
-pub(crate) struct LazyPodCodec(LazyCodec);
-
-impl LazyPodCodec {
-    /// A codec writing `write`.
-    pub(crate) fn shared(write: MediaType) -> Arc<Self> {
-        Arc::new(Self(LazyCodec::new(write)))
-    }
-}
-
-impl Codec<LazyPod> for LazyPodCodec {
-    fn encode(&self, object: &LazyPod) -> Result<Bytes, CodecError> {
-        self.0.encode(&object.0)
-    }
-
-    fn decode(&self, data: &[u8]) -> Result<LazyPod, CodecError> {
-        self.0.decode(data).map(LazyPod)
-    }
-
-    fn encode_replacing(&self, object: &LazyPod, previous: &[u8]) -> Result<Bytes, CodecError> {
-        self.0.encode_replacing(&object.0, previous)
-    }
-
-    fn carries_previous(&self) -> bool {
-        Codec::<LazyObject>::carries_previous(&self.0)
-    }
-
-    fn round_trips(&self) -> bool {
-        Codec::<LazyObject>::round_trips(&self.0)
-    }
-
-    fn stored_value<'a>(&self, object: &'a LazyPod) -> Option<&'a [u8]> {
-        self.0.stored_value(&object.0)
-    }
-}
+pub(crate) type LazyPodCodec = WrappedCodec<LazyPod, LazyCodec>;
 
 #[cfg(test)]
 mod tests {
-    use apistore_protobuf::KubeProtobuf;
-    use apistore_storage::DynamicObject;
+    use apistore_protobuf::{KubeProtobuf, MediaType};
+    use apistore_storage::{Codec, DynamicObject};
 
     use super::*;
     use crate::kube_pod::KubePod;
@@ -89,7 +64,7 @@ mod tests {
         let mut value = crate::pod::pod(7);
         value["spec"]["nodeName"] = serde_json::json!("node-7");
         let stored = KubeProtobuf::latest().encode_value(&value).unwrap();
-        let codec = LazyPodCodec::shared(MediaType::Protobuf);
+        let codec = LazyPodCodec::shared(LazyCodec::new(MediaType::Protobuf));
         let lazy = codec.decode(&stored).unwrap();
         let fields = lazy.fields();
         assert!(!lazy.0.is_body_decoded());

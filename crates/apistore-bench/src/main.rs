@@ -71,7 +71,9 @@ mod side_by_side;
 mod snapshot;
 mod stats;
 mod telemetry;
+mod typed_pod;
 mod watch;
+mod wrapped_codec;
 
 use std::path::PathBuf;
 use std::process::ExitCode;

@@ -4,17 +4,19 @@
 //! `spec.nodeName`, one namespace; 4 callers, reporting list-objs/s and list-calls/s,
 //! against kube's etcd3 store in Go over the same etcd.
 //!
-//! Each row runs twice on the apistore side, with the same Go answer per round: through
-//! an `Etcd3Store<KubePod>` (every Pod decoded whole into a `DynamicObject`), and as
-//! `..., LazyObject` through an `Etcd3Store<LazyPod>` (metadata decoded, bodies left as
-//! stored protobuf, `spec.nodeName` read from the stored bytes for the node selector).
+//! Each row runs three times on the apistore side, with the same Go answer per round:
+//! through an `Etcd3Store<KubePod>` (every Pod decoded whole into a `DynamicObject`), as
+//! `..., typed Pod` through an `Etcd3Store<TypedPod>` (k8s-openapi's `Pod` by the
+//! generated decode: the object Go's store lists), and as `..., LazyObject` through an
+//! `Etcd3Store<LazyPod>` (metadata decoded, bodies left as stored protobuf,
+//! `spec.nodeName` read from the stored bytes for the node selector).
 
 use std::hint::black_box;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use apistore_etcd3::{Etcd3Store, StoreConfig};
-use apistore_protobuf::MediaType;
+use apistore_protobuf::{LazyCodec, MediaType, StorageCodec};
 use apistore_storage::{ApiObject, ListOptions, ResourceVersionMatch, Storage};
 use apistore_value::IdentityTransformer;
 use serde_json::json;
@@ -27,6 +29,7 @@ use crate::kube::{PREFIX, PodStore, RESOURCE, SPREAD, namespace_of, node_of, pic
 use crate::lazy_pod::{LazyPod, LazyPodCodec};
 use crate::side_by_side::{Collector, Side, SideBySide, spec};
 use crate::stats::Unit;
+use crate::typed_pod::{TypedPod, TypedPodCodec};
 
 /// Callers of the store-list workloads (kube's benchmark runs 4 per GOMAXPROCS).
 pub(crate) const LIST_CALLERS: usize = 4;
@@ -61,6 +64,8 @@ impl Scope {
 }
 /// The apistore side of the `, LazyObject` rows.
 type LazyPodStore = Etcd3Store<LazyPod>;
+/// The apistore side of the `, typed Pod` rows.
+type TypedPodStore = Etcd3Store<TypedPod>;
 
 /// list-objs/s, list-calls/s and client CPU per list of one side's sample.
 fn rates(sample: &Sample, objects: u64, calls: u64) -> Vec<f64> {
@@ -73,7 +78,7 @@ fn rates(sample: &Sample, objects: u64, calls: u64) -> Vec<f64> {
 }
 
 impl Bench {
-    /// The twelve store-list rows, each with its `, LazyObject` twin.
+    /// The twelve store-list rows, each with its `, typed Pod` and `, LazyObject` twins.
     pub(crate) async fn kube_store_lists(
         &self,
         go: &mut GoArm,
@@ -85,7 +90,13 @@ impl Bench {
         let lazy_store: Arc<LazyPodStore> = Arc::new(Etcd3Store::with_parts(
             self.client.clone(),
             StoreConfig::for_resource(RESOURCE),
-            LazyPodCodec::shared(MediaType::Protobuf),
+            LazyPodCodec::shared(LazyCodec::new(MediaType::Protobuf)),
+            Arc::new(IdentityTransformer),
+        ));
+        let typed_store: Arc<TypedPodStore> = Arc::new(Etcd3Store::with_parts(
+            self.client.clone(),
+            StoreConfig::for_resource(RESOURCE),
+            TypedPodCodec::shared(StorageCodec::new(MediaType::Protobuf)),
             Arc::new(IdentityTransformer),
         ));
         let namespaces: Vec<String> = (0..SPREAD).map(|k| namespace_of(k * SPREAD)).collect();
@@ -148,17 +159,25 @@ impl Bench {
                     spec("client CPU/list", Unit::CpuSeconds, false, None),
                 ];
                 let lazy_name = format!("{workload}, LazyObject");
-                let (plain, lazy) = (
+                let typed_name = format!("{workload}, typed Pod");
+                let (plain, lazy, typed) = (
                     self.settings.selected(&workload),
                     self.settings.selected(&lazy_name),
+                    self.settings.selected(&typed_name),
                 );
+                // A list that selected nothing would look fast: every store must list
+                // the same Pods first.
                 if lazy && self.runs(Side::Apistore) {
-                    // A lazy list that selected nothing would look fast: both stores
-                    // must list the same Pods first.
-                    self.same_lists(store, &lazy_store, &shape).await?;
+                    self.same_lists(store, lazy_store.as_ref(), &shape).await?;
                 }
-                let (mut collector, mut lazy_collector) =
-                    (Collector::new(&specs), Collector::new(&specs));
+                if typed && self.runs(Side::Apistore) {
+                    self.same_lists(store, typed_store.as_ref(), &shape).await?;
+                }
+                let (mut collector, mut lazy_collector, mut typed_collector) = (
+                    Collector::new(&specs),
+                    Collector::new(&specs),
+                    Collector::new(&specs),
+                );
                 for _ in 0..rounds {
                     if self.runs(Side::Apistore) {
                         let plan = Plan::For(self.settings.run);
@@ -167,6 +186,12 @@ impl Bench {
                                 .store_lists(store, LIST_CALLERS, plan, shape.clone())
                                 .await?;
                             collector.push(Side::Apistore, rates(&sample, objects, calls));
+                        }
+                        if typed {
+                            let (sample, objects, calls) = self
+                                .store_lists(&typed_store, LIST_CALLERS, plan, shape.clone())
+                                .await?;
+                            typed_collector.push(Side::Apistore, rates(&sample, objects, calls));
                         }
                         if lazy {
                             let (sample, objects, calls) = self
@@ -184,11 +209,15 @@ impl Bench {
                             answer.cpu_seconds / answer.ops.max(1) as f64,
                         ];
                         lazy_collector.push(Side::Kube, kube.clone());
+                        typed_collector.push(Side::Kube, kube.clone());
                         collector.push(Side::Kube, kube);
                     }
                 }
                 if plain {
                     out.rows.push(collector.row(workload));
+                }
+                if typed {
+                    out.rows.push(typed_collector.row(typed_name));
                 }
                 if lazy {
                     out.rows.push(lazy_collector.row(lazy_name));
@@ -198,16 +227,16 @@ impl Bench {
         Ok(())
     }
 
-    /// Lists the first list of `shape` (every page) through both stores and checks
-    /// they return the same Pods (untimed).
-    async fn same_lists(
+    /// Lists the first list of `shape` (every page) through the `DynamicObject` store
+    /// and another and checks they return the same Pods (untimed).
+    async fn same_lists<S: Storage>(
         &self,
         store: &PodStore,
-        lazy_store: &LazyPodStore,
+        other: &S,
         shape: &ListShape,
     ) -> Result<()> {
         let (key, options) = shape.first_page(0, 0)?;
-        let (mut whole, mut lazy) = (Vec::new(), Vec::new());
+        let (mut whole, mut listed) = (Vec::new(), Vec::new());
         let mut page = options.clone();
         loop {
             let list = store.list(&key, &page).await?;
@@ -221,8 +250,8 @@ impl Bench {
         }
         let mut page = options;
         loop {
-            let list = lazy_store.list(&key, &page).await?;
-            lazy.extend(list.items.iter().map(|p| p.name().to_owned()));
+            let list = other.list(&key, &page).await?;
+            listed.extend(list.items.iter().map(|p| p.name().to_owned()));
             if list.metadata.continue_token.is_empty() {
                 break;
             }
@@ -230,12 +259,13 @@ impl Bench {
                 .at(String::new(), ResourceVersionMatch::Unset)
                 .continue_from(list.metadata.continue_token);
         }
-        if whole.is_empty() || whole != lazy {
+        if whole.is_empty() || whole != listed {
             return Err(BenchError::Invalid(format!(
                 "{key} listed {} Pods through the DynamicObject store and {} through the \
-                 LazyObject store (expected the same, and some)",
+                 {} store (expected the same, and some)",
                 whole.len(),
-                lazy.len()
+                listed.len(),
+                std::any::type_name::<S::Object>()
             )));
         }
         Ok(())
