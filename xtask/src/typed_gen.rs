@@ -614,6 +614,15 @@ fn generate(root: &Path) -> Result<String> {
     }
     out.push_str("\nuse super::prelude::*;\n\n");
     out.push_str(
+        "// The kube minor of the k8s-openapi version enabled: the one these decoders are of.\n",
+    );
+    for minor in MINORS {
+        let _ = writeln!(
+            out,
+            "k8s_openapi::k8s_if_1_{minor}! {{\n/// k8s-openapi's kube minor.\npub(crate) const MINOR: u32 = {minor};\n}}"
+        );
+    }
+    out.push_str(
         "/// Hands every resource type of the enabled version to `visitor`: the codec's\n\
          /// table of decoders, and the test that holds them equal to serde's.\n\
          pub(crate) fn each_resource(visitor: &mut impl super::VisitResource) {\n",

@@ -8,6 +8,27 @@
 
 use super::prelude::*;
 
+// The kube minor of the k8s-openapi version enabled: the one these decoders are of.
+k8s_openapi::k8s_if_1_33! {
+/// k8s-openapi's kube minor.
+pub(crate) const MINOR: u32 = 33;
+}
+k8s_openapi::k8s_if_1_34! {
+/// k8s-openapi's kube minor.
+pub(crate) const MINOR: u32 = 34;
+}
+k8s_openapi::k8s_if_1_35! {
+/// k8s-openapi's kube minor.
+pub(crate) const MINOR: u32 = 35;
+}
+k8s_openapi::k8s_if_1_36! {
+/// k8s-openapi's kube minor.
+pub(crate) const MINOR: u32 = 36;
+}
+k8s_openapi::k8s_if_1_37! {
+/// k8s-openapi's kube minor.
+pub(crate) const MINOR: u32 = 37;
+}
 /// Hands every resource type of the enabled version to `visitor`: the codec's
 /// table of decoders, and the test that holds them equal to serde's.
 pub(crate) fn each_resource(visitor: &mut impl super::VisitResource) {

@@ -69,7 +69,9 @@ impl KubeProtobuf {
     /// Decodes stored bytes (`k8s\0` envelope) of a k8s-openapi resource straight into
     /// it: the object [`decode`](Self::decode) gives for the same bytes, two to three
     /// times faster (no serde, no JSON view: generated code per type writes each wire
-    /// field into its struct field).
+    /// field into its struct field). The fields Go's JSON always has are those of
+    /// k8s-openapi's version: with a schema of another kube minor, an object may get
+    /// an empty struct its own minor's JSON leaves out.
     ///
     /// # Errors
     ///
@@ -170,9 +172,14 @@ fn decoders() -> &'static HashMap<TypeId, DecodeInto> {
 }
 
 /// `stored` decoded by the generated code when `T` is a k8s-openapi resource type it
-/// has (what [`crate::StorageCodec`] decodes a typed object with); `None` for any
-/// other type, which goes through serde.
+/// has and `kp` is of k8s-openapi's kube minor (what [`crate::StorageCodec`] decodes a
+/// typed object with); `None` otherwise, for serde. A codec of another minor keeps its
+/// own schema's view: the generated code fills in what k8s-openapi's Go types have
+/// (a 1.37 `CSINode`'s empty `status`, which a 1.31 one lacks).
 pub(crate) fn decode_generated<T: 'static>(kp: &KubeProtobuf, stored: &[u8]) -> Option<Result<T>> {
+    if kp.version().minor() != generated::MINOR {
+        return None;
+    }
     let decode = decoders().get(&TypeId::of::<T>())?;
     let mut slot: Option<T> = None;
     Some(match decode(kp, stored, &mut slot) {
