@@ -126,19 +126,29 @@ pub(crate) fn interpret<'s, 'a>(
 }
 
 fn time(special: Special, segs: &[&[u8]]) -> Result<SpecialValue<'static, 'static>, String> {
-    // Time.Unmarshal replaces the value each time: the last segment is the value.
-    let Some(seg) = segs.last().filter(|s| !s.is_empty()) else {
+    // Time.Unmarshal replaces the value each time: the last segment is the value (an
+    // empty one the zero time). Each is parsed all the same, as Go parses each
+    // occurrence: a malformed earlier one fails the decode.
+    let mut value = None;
+    for seg in segs {
+        if seg.is_empty() {
+            value = None;
+            continue;
+        }
+        let (mut secs, mut nanos) = (0i64, 0i64);
+        for item in Fields::new(seg) {
+            match item? {
+                (1, WireVal::Varint(x)) => secs = x as i64,
+                (2, WireVal::Varint(x)) => nanos = i64::from(x as i32),
+                (1 | 2, _) => return Err("timestamp field has the wrong wire type".into()),
+                _ => {}
+            }
+        }
+        value = Some((secs, nanos));
+    }
+    let Some((mut secs, mut nanos)) = value else {
         return Ok(SpecialValue::Null);
     };
-    let (mut secs, mut nanos) = (0i64, 0i64);
-    for item in Fields::new(seg) {
-        match item? {
-            (1, WireVal::Varint(x)) => secs = x as i64,
-            (2, WireVal::Varint(x)) => nanos = i64::from(x as i32),
-            (1 | 2, _) => return Err("timestamp field has the wrong wire type".into()),
-            _ => {}
-        }
-    }
     if special == Special::Time {
         nanos = 0;
     } else {

@@ -21,6 +21,19 @@ pub(crate) trait Kind<O> {
     /// The value of one occurrence; `None` where Go's JSON has `null`.
     fn read(value: WireVal<'_>, cx: &mut Cx<'_>) -> Result<Option<O>, FieldError>;
 
+    /// The value after one more occurrence of a single-valued field holding
+    /// `current`: for most types the occurrence alone (the last one wins); a type
+    /// whose Go `Unmarshal` merges into the value it has (Quantity, IntOrString) keeps
+    /// what the occurrence does not set.
+    fn merge(
+        current: Option<&O>,
+        value: WireVal<'_>,
+        cx: &mut Cx<'_>,
+    ) -> Result<Option<O>, FieldError> {
+        let _ = current;
+        Self::read(value, cx)
+    }
+
     /// What an absent non-`omitempty` field holds in Go's JSON (`None`: `null`).
     fn zero() -> Option<O>;
 
@@ -50,6 +63,8 @@ pub(crate) fn wrong_wire(value: WireVal<'_>) -> FieldError {
 
 /// A field holding one value: `O` itself or `Option<O>`.
 pub(crate) trait Holds<O> {
+    /// The value held, if any (a field that is not an `Option` always holds one).
+    fn current(&self) -> Option<&O>;
     /// Sets the value.
     fn put(&mut self, value: O);
     /// What `null` leaves: `None`, or the type's default where k8s-openapi has no
@@ -58,6 +73,10 @@ pub(crate) trait Holds<O> {
 }
 
 impl<O: Default> Holds<O> for O {
+    #[inline]
+    fn current(&self) -> Option<&O> {
+        Some(self)
+    }
     #[inline]
     fn put(&mut self, value: O) {
         *self = value;
@@ -68,6 +87,10 @@ impl<O: Default> Holds<O> for O {
 }
 
 impl<O> Holds<O> for Option<O> {
+    #[inline]
+    fn current(&self) -> Option<&O> {
+        self.as_ref()
+    }
     #[inline]
     fn put(&mut self, value: O) {
         *self = Some(value);
@@ -175,7 +198,7 @@ pub(crate) fn one<K: Kind<O>, O, S: Holds<O>>(
     cx: &mut Cx<'_>,
     omitempty: bool,
 ) -> Result<(), FieldError> {
-    match K::read(value, cx)? {
+    match K::merge(slot.current(), value, cx)? {
         Some(v) if !(omitempty && K::is_empty(&v)) => slot.put(v),
         _ => slot.clear(),
     }

@@ -56,15 +56,31 @@ pub(crate) struct GoQuantity;
 
 impl Kind<Quantity> for GoQuantity {
     #[inline]
-    fn read(value: WireVal<'_>, _: &mut Cx<'_>) -> Result<Option<Quantity>, FieldError> {
-        let mut text: &[u8] = b"0";
+    fn read(value: WireVal<'_>, cx: &mut Cx<'_>) -> Result<Option<Quantity>, FieldError> {
+        Self::merge(None, value, cx)
+    }
+    /// An occurrence without a string keeps the one before (Go's `Unmarshal` only
+    /// parses the strings it sees).
+    #[inline]
+    fn merge(
+        current: Option<&Quantity>,
+        value: WireVal<'_>,
+        _: &mut Cx<'_>,
+    ) -> Result<Option<Quantity>, FieldError> {
+        let mut text: Option<&[u8]> = None;
         for item in message_fields(value)? {
             match item.map_err(FieldError::new)? {
-                (1, WireVal::Bytes(b)) => text = b,
+                (1, WireVal::Bytes(b)) => text = Some(b),
                 (1, _) => return Err(FieldError::new("quantity string has the wrong wire type")),
                 _ => {}
             }
         }
+        let Some(text) = text else {
+            return Ok(Some(match current {
+                Some(q) if !q.0.is_empty() => q.clone(),
+                _ => Quantity("0".to_owned()),
+            }));
+        };
         let s = std::str::from_utf8(text).map_err(|_| FieldError::new("quantity is not UTF-8"))?;
         let canonical = quantity::canonical_cached(s).map_err(FieldError::new)?;
         Ok(Some(Quantity(canonical.into_owned())))
@@ -140,21 +156,38 @@ pub(crate) struct GoIntOrString;
 
 impl Kind<IntOrString> for GoIntOrString {
     #[inline]
-    fn read(value: WireVal<'_>, _: &mut Cx<'_>) -> Result<Option<IntOrString>, FieldError> {
-        let (mut ty, mut int, mut text): (Option<u64>, i32, &[u8]) = (None, 0, b"");
+    fn read(value: WireVal<'_>, cx: &mut Cx<'_>) -> Result<Option<IntOrString>, FieldError> {
+        Self::merge(None, value, cx)
+    }
+    /// Go's `Unmarshal` sets the fields an occurrence has and keeps the others, so a
+    /// later occurrence merges into the value before it (as far as the enum keeps it:
+    /// the number behind a string is not kept).
+    #[inline]
+    fn merge(
+        current: Option<&IntOrString>,
+        value: WireVal<'_>,
+        _: &mut Cx<'_>,
+    ) -> Result<Option<IntOrString>, FieldError> {
+        let (mut ty, mut int, mut text): (u64, i32, std::borrow::Cow<'_, str>) = match current {
+            None | Some(IntOrString::Int(_)) => (0, 0, "".into()),
+            Some(IntOrString::String(s)) => (1, 0, s.as_str().into()),
+        };
+        if let Some(IntOrString::Int(i)) = current {
+            int = *i;
+        }
         for item in message_fields(value)? {
             match item.map_err(FieldError::new)? {
-                (1, WireVal::Varint(x)) => ty = Some(x),
+                (1, WireVal::Varint(x)) => ty = x,
                 (2, WireVal::Varint(x)) => int = x as i32,
-                (3, WireVal::Bytes(b)) => text = b,
+                (3, WireVal::Bytes(b)) => text = go_string(b),
                 (1..=3, other) => return Err(wrong_wire(other)),
                 _ => {}
             }
         }
         match ty {
-            None | Some(0) => Ok(Some(IntOrString::Int(int))),
-            Some(1) => Ok(Some(IntOrString::String(go_string(text).into_owned()))),
-            Some(_) => Err(FieldError::new("impossible IntOrString.Type")),
+            0 => Ok(Some(IntOrString::Int(int))),
+            1 => Ok(Some(IntOrString::String(text.into_owned()))),
+            _ => Err(FieldError::new("impossible IntOrString.Type")),
         }
     }
     fn zero() -> Option<IntOrString> {
