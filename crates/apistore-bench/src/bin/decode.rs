@@ -6,7 +6,7 @@
 //! put the same decodes next to Go's in a full run.
 //!
 //! `cargo run --release -p apistore-bench --bin decode -- [--objects N] [--rounds N]
-//! [--only dynamic|typed|lazy|lazy+body|value|json|encode|...]`; `--only` with `--rounds 0 --seconds S` loops
+//! [--only dynamic|typed|typed-direct|lazy|lazy+body|value|json|encode|...]`; `--only` with `--rounds 0 --seconds S` loops
 //! that one decode for S seconds and prints nothing per round, for `perf record`.
 //!
 //! Besides the time of a decode whose object is dropped at once (what the kube section

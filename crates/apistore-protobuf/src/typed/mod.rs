@@ -14,7 +14,8 @@
 //! field's default instead.
 //!
 //! The parts: `fields.rs` (what one wire field does to a struct field of each shape:
-//! a value, a list, a map, a nested struct), `leaves.rs` (k8s-openapi's hand-written
+//! a value, a list, a map, a nested struct), `scalars.rs` (Go's scalar types),
+//! `leaves.rs` (k8s-openapi's hand-written
 //! types: Quantity, Time, IntOrString, ...; the raw-JSON ones go through the serde
 //! path), `generated.rs` (every struct of k8s-openapi 1.33 to 1.37: code that differs
 //! between versions inside k8s-openapi's `k8s_if_*!` macros, so only the enabled
@@ -27,17 +28,18 @@ mod fields;
 #[allow(unused_variables, clippy::use_self)]
 mod generated;
 mod leaves;
+mod scalars;
 
 /// What the generated file uses.
 mod prelude {
     pub(super) use super::fields::{
-        GoBool, GoF64, GoI32, GoI64, GoStr, list, list_msg, map, map_msg, map_wrapped, msg,
-        msg_zero, one, zero,
+        list, list_msg, map, map_msg, map_wrapped, msg, msg_zero, one, zero,
     };
     pub(super) use super::leaves::{
         GoBytes, GoIntOrString, GoMicroTime, GoQuantity, GoTime, list_serde, map_serde, serde_one,
         serde_zero,
     };
+    pub(super) use super::scalars::{GoBool, GoF64, GoI32, GoI64, GoStr};
     pub(super) use super::sealed::Message;
     pub(super) use super::{Cx, FieldError, FromKubeProtobuf, at, inline};
     pub(super) use crate::wire::WireVal;
