@@ -16,7 +16,8 @@
 //!   transitions and bookmarks (`etcd3/event.go`, `transform` of `etcd3/watcher.go`);
 //! - [`list`]: where a list starts, the loop over its pages and the continue token it
 //!   ends with, and the 410s after compaction (`GetList`, `resolveGetListRev`,
-//!   `interpretListError` of `etcd3/store.go`);
+//!   `interpretListError` of `etcd3/store.go`); a large page's values are read back on
+//!   several threads and taken in key order (`read_ahead`, private);
 //! - [`write`](mod@write): the guaranteed update and the conditional delete, decided once over a
 //!   backend's two transactions ([`CompareAndSwap`]) (`GuaranteedUpdate`,
 //!   `conditionalDelete` of `etcd3/store.go`);
@@ -34,6 +35,7 @@ pub mod event;
 pub mod key;
 pub mod list;
 pub mod object;
+mod read_ahead;
 pub mod watch;
 pub mod write;
 

@@ -18,6 +18,7 @@ use apistore_versioning::{ApiObjectVersioner, continue_token};
 use bytes::Bytes;
 
 use crate::object::{DecodeErrors, ObjectLayers};
+use crate::read_ahead::PageReader;
 
 /// The largest page asked for when selectors filter most objects out.
 pub const MAX_LIMIT: i64 = 10_000;
@@ -273,6 +274,9 @@ where
     /// from the page's start). Returns whether the list is complete; if not, the next
     /// page is read after [`Self::last_key`], in a page twice as large (up to
     /// [`MAX_LIMIT`]) since selectors dropped objects.
+    ///
+    /// A large page's values are read back on several threads at once, up to
+    /// [`ObjectLayers::read_threads`], and taken in key order as if read one by one.
     pub fn take_page<E, I>(
         &mut self,
         layers: &ObjectLayers<T, E>,
@@ -281,7 +285,9 @@ where
         count: i64,
     ) -> Result<bool>
     where
-        E: DecodeErrors,
+        T: Send,
+        K: Send,
+        E: DecodeErrors + Sync,
         I: ExactSizeIterator<Item = (K, Bytes, i64)>,
     {
         let predicate = self.predicate;
@@ -291,18 +297,28 @@ where
             self.items.reserve(kvs.len());
         }
         let mut has_more = more;
-        for (key, value, mod_revision) in kvs {
+        let mut page = PageReader::new(layers, kvs);
+        while !page.is_empty() {
             if self.stopped() {
                 return Ok(true);
             }
-            if paging && self.selected() as i64 >= predicate.limit {
-                has_more = true;
+            let wanted = if paging {
+                let left = predicate.limit - self.selected() as i64;
+                if left <= 0 {
+                    has_more = true;
+                    break;
+                }
+                usize::try_from(left).unwrap_or(usize::MAX)
+            } else {
+                usize::MAX
+            };
+            let Some((key, read)) = page.next(wanted) else {
                 break;
-            }
-            let item = match layers.decode_stored(&key.text(), value, mod_revision) {
+            };
+            let item = match read {
                 Ok(item) => item,
-                Err(err) => {
-                    self.unreadable(layers, &key, err)?;
+                Err(unread) => {
+                    self.unreadable(layers, &key, layers.report_unread(unread))?;
                     // As kube, the next page starts after a corrupt object too.
                     self.last_key = key;
                     continue;

@@ -45,6 +45,8 @@ pub struct ObjectLayers<T, E = ()> {
     /// The group-resource, when kube's `AllowUnsafeMalformedObjectDeletion` is on: lists
     /// name every corrupt object and a watch's delete of one is a store-read error.
     corrupt_objects_reported_as: Option<Arc<str>>,
+    /// The most threads a list's page is read back on; 0 for one per core.
+    read_threads: usize,
 }
 
 impl<T, E: Clone> Clone for ObjectLayers<T, E> {
@@ -55,6 +57,7 @@ impl<T, E: Clone> Clone for ObjectLayers<T, E> {
             versioner: self.versioner,
             decode_errors: self.decode_errors.clone(),
             corrupt_objects_reported_as: self.corrupt_objects_reported_as.clone(),
+            read_threads: self.read_threads,
         }
     }
 }
@@ -65,6 +68,15 @@ impl<T, E> fmt::Debug for ObjectLayers<T, E> {
             .field("transformer", &self.transformer)
             .finish_non_exhaustive()
     }
+}
+
+/// A stored value that could not be read back, its failure not yet reported: a list
+/// reading values ahead reports only those it reaches, as one reading them in turn.
+#[derive(Debug)]
+pub struct UnreadValue {
+    error: StorageError,
+    /// Whether the decode failed (counted by [`DecodeErrors`]), not the transform.
+    undecodable: bool,
 }
 
 /// What a delete or update knows about the object it works on (kube-apiserver's
@@ -96,6 +108,24 @@ impl<T, E> ObjectLayers<T, E> {
             versioner: ApiObjectVersioner,
             decode_errors,
             corrupt_objects_reported_as: None,
+            read_threads: 0,
+        }
+    }
+
+    /// Sets the most threads a large page of a list is read back (transformed and
+    /// decoded) on at once: 0 (the default) for one per core the process may use, 1
+    /// for the caller's thread alone, as kube-apiserver decodes a list. See
+    /// [`crate::list::ListPages::take_page`].
+    pub fn set_read_threads(&mut self, threads: usize) {
+        self.read_threads = threads;
+    }
+
+    /// The most threads a page of a list is read back on (see [`Self::set_read_threads`]).
+    pub fn read_threads(&self) -> usize {
+        if self.read_threads == 0 {
+            crate::read_ahead::cores()
+        } else {
+            self.read_threads
         }
     }
 
@@ -191,8 +221,38 @@ where
     /// The object a stored value at mod revision `rev` holds: transformed back, then
     /// decoded ([`Self::decode`]); whether it was stale is not asked.
     pub fn decode_stored(&self, key: &str, value: Bytes, rev: i64) -> Result<T> {
-        let (data, _) = self.transform_from_storage(key, value)?;
-        self.decode(key, &data, rev)
+        self.read_stored(key, value, rev)
+            .map_err(|unread| self.report_unread(unread))
+    }
+
+    /// [`Self::decode_stored`] with a failure returned to report later
+    /// ([`Self::report_unread`]) or never, instead of reported now.
+    pub fn read_stored(
+        &self,
+        key: &str,
+        value: Bytes,
+        rev: i64,
+    ) -> std::result::Result<T, UnreadValue> {
+        let (data, _) = self
+            .transform_from_storage(key, value)
+            .map_err(|error| UnreadValue {
+                error,
+                undecodable: false,
+            })?;
+        self.decode_uncounted(key, &data, rev)
+            .map_err(|error| UnreadValue {
+                error,
+                undecodable: true,
+            })
+    }
+
+    /// The error of a value [`Self::read_stored`] could not read, a failed decode
+    /// reported to [`DecodeErrors`] as [`Self::decode`] reports it.
+    pub fn report_unread(&self, unread: UnreadValue) -> StorageError {
+        if unread.undecodable {
+            self.decode_errors.record_decode_error();
+        }
+        unread.error
     }
 
     /// `object` as a read of `data` (its encoding) will return it: itself when the

@@ -3,9 +3,11 @@
 //! Each thread's `/proc/<pid>/task/<tid>/schedstat` gives its time on a CPU in
 //! nanoseconds; a run's CPU time is the sum over threads of what each used between the
 //! two snapshots (a thread that started during the run counts from zero; one that
-//! exited during the run is not counted, and the bench keeps its threads: tokio's
-//! workers and the span exporter). Where schedstat is missing, `utime + stime` of
-//! `/proc/<pid>/stat` is used instead, in clock ticks of 10 ms.
+//! exited during the run is not counted, and etcd keeps its threads). The bench's own
+//! process is read from its CPU clock instead (`CLOCK_PROCESS_CPUTIME_ID`), which
+//! counts the threads that exited too: a large list is read back on threads that last
+//! as long as its page. Where schedstat is missing, `utime + stime` of
+//! `/proc/<pid>/stat` is used, in clock ticks of 10 ms.
 
 use std::collections::HashMap;
 use std::fs;
@@ -35,10 +37,15 @@ struct Threads {
     by_tid: HashMap<u32, u64>,
     /// `utime + stime` of the whole process.
     total: Duration,
+    /// The process's CPU clock, exited threads included (this process only).
+    clock: Option<Duration>,
 }
 
 impl Threads {
     fn used_since(&self, earlier: &Self) -> Duration {
+        if let (Some(now), Some(then)) = (self.clock, earlier.clock) {
+            return now.saturating_sub(then);
+        }
         if self.by_tid.is_empty() || earlier.by_tid.is_empty() {
             return self.total.saturating_sub(earlier.total);
         }
@@ -81,8 +88,14 @@ impl CpuMeter {
 
     /// The CPU time used so far.
     pub(crate) fn snapshot(&self) -> Result<CpuSnapshot> {
+        let mut client = self.threads("self")?;
+        let clock = rustix::time::clock_gettime(rustix::time::ClockId::ProcessCPUTime);
+        client.clock = u64::try_from(clock.tv_sec)
+            .ok()
+            .zip(u32::try_from(clock.tv_nsec).ok())
+            .map(|(secs, nanos)| Duration::new(secs, nanos));
         Ok(CpuSnapshot {
-            client: self.threads("self")?,
+            client,
             etcd: self.threads(&self.etcd_pid.to_string())?,
         })
     }
@@ -98,6 +111,7 @@ impl CpuMeter {
         Ok(Threads {
             by_tid: thread_nanos(pid),
             total: self.tick * ticks,
+            clock: None,
         })
     }
 }
@@ -159,10 +173,12 @@ mod tests {
         let earlier = Threads {
             by_tid: HashMap::from([(1, 100), (2, 50)]),
             total: Duration::ZERO,
+            clock: None,
         };
         let later = Threads {
             by_tid: HashMap::from([(1, 180), (3, 30)]),
             total: Duration::ZERO,
+            clock: None,
         };
         assert_eq!(later.used_since(&earlier), Duration::from_nanos(110));
     }
@@ -177,5 +193,23 @@ mod tests {
         }
         let used = meter.snapshot().unwrap().since(&before);
         assert!(used.client > Duration::ZERO);
+    }
+
+    /// A thread that ran and exited between two snapshots counts.
+    #[test]
+    fn a_thread_that_exited_counts() {
+        let meter = CpuMeter::new(std::process::id());
+        let before = meter.snapshot().unwrap();
+        let spent = std::thread::spawn(|| {
+            let start = std::time::Instant::now();
+            let mut x = 0u64;
+            while start.elapsed() < Duration::from_millis(200) {
+                x = std::hint::black_box(x.wrapping_add(1));
+            }
+        });
+        spent.join().unwrap();
+        let used = meter.snapshot().unwrap().since(&before);
+        // At least most of its 200 ms busy loop (a loaded machine may deschedule it).
+        assert!(used.client >= Duration::from_millis(20), "{used:?}");
     }
 }

@@ -82,8 +82,8 @@ impl Settings {
         format!(
             "per workload, an untimed warm-up of each arm ({warmup:?}), then {rounds} rounds of arm A then arm B; \
              create/get/update runs last {run:?} each, delete runs remove {d1} (1 caller) or 16 × {d16} pre-created objects, \
-             lists repeat {reps}× per round; CPU time of the bench process and of etcd from \
-             /proc/<pid>/task/*/schedstat; memory from a counting global allocator in the bench binary",
+             lists repeat {reps}× per round; CPU time of the bench process from its CPU clock \
+             (threads that exited included) and of etcd from /proc/<pid>/task/*/schedstat; memory from a counting global allocator in the bench binary",
             warmup = self.warmup,
             rounds = self.rounds,
             run = self.run,

@@ -196,6 +196,16 @@ where
         self.instrumentation.metrics()
     }
 
+    /// Reads a large page of a list back (transformed and decoded) on up to `threads`
+    /// threads at once (builder style): 0, the default, for one per core the process
+    /// may use; 1 for the calling thread alone, as kube-apiserver decodes a list. The
+    /// list is the same either way (its items, where it stops, the error it names);
+    /// only a page of a few hundred values or more is split.
+    pub fn with_read_threads(mut self, threads: usize) -> Self {
+        self.layers.set_read_threads(threads);
+        self
+    }
+
     /// Replaces the value transformer (builder style).
     pub fn with_transformer(mut self, transformer: Arc<dyn Transformer>) -> Self {
         self.layers.set_transformer(transformer);

@@ -212,12 +212,11 @@ where
             // three times faster); any other T straight from the protobuf through
             // serde. Neither has JSON text in between.
             #[cfg(feature = "k8s-openapi")]
-            let generated = crate::typed::decode_generated::<T>(self.protobuf(), data);
+            let decoded = crate::typed::decode_generated::<T>(self.protobuf(), data)
+                .unwrap_or_else(|| self.protobuf().decode(data));
             #[cfg(not(feature = "k8s-openapi"))]
-            let generated = None;
-            let object = generated
-                .unwrap_or_else(|| self.protobuf().decode(data))
-                .map_err(|e| CodecError::Decode(Box::new(e)))?;
+            let decoded = self.protobuf().decode(data);
+            let object = decoded.map_err(|e| CodecError::Decode(Box::new(e)))?;
             if let Some(observer) = &self.observer {
                 if let Some(read) = self.protobuf().partial_read(data) {
                     observer(&read);

@@ -1,0 +1,389 @@
+//! A list's page of stored values read back (transformed, then decoded) on several
+//! threads at once, and handed to the list one by one in key order.
+//!
+//! kube-apiserver decodes a list's items one after another on the request's goroutine,
+//! while its collector works on the other cores. Reading a Pod back costs tens of
+//! microseconds, so a list of thousands spends most of its time there. A large page is
+//! therefore split into one run of values per thread, each run read on a scoped thread
+//! (the caller's thread takes the first), and the results are taken in key order as a
+//! sequential read's would be: which items the list selects, where it stops and which
+//! error it names do not change. A failure is reported (to
+//! [`DecodeErrors`](crate::object::DecodeErrors)) only when the list reaches it, so a
+//! value read ahead that the list never takes (it stopped at its limit, or at its
+//! hundredth corrupt object) counts nowhere, as it would not have been read.
+
+use std::sync::OnceLock;
+use std::thread;
+
+use bytes::Bytes;
+
+use crate::list::ListKey;
+use crate::object::{DecodeErrors, ObjectLayers, UnreadValue};
+
+/// The fewest values a thread is given: below it, starting a thread costs more than it
+/// saves (tens of microseconds against a few per small object, tens per Pod).
+pub(crate) const MIN_VALUES_PER_THREAD: usize = 128;
+
+/// The cores this process may use (its CPU affinity and cgroup quota), read once: the
+/// standard library reads cgroup files each time it is asked.
+pub(crate) fn cores() -> usize {
+    static CORES: OnceLock<usize> = OnceLock::new();
+    *CORES.get_or_init(|| thread::available_parallelism().map_or(1, usize::from))
+}
+
+/// A value read back, with its key.
+type Read<K, T> = (K, Result<T, UnreadValue>);
+
+/// The values of one page, read back on demand: one at a time on the caller's thread,
+/// or, while enough are left, a batch at once on several threads.
+pub(crate) struct PageReader<'l, T, E, K, I> {
+    layers: &'l ObjectLayers<T, E>,
+    stored: I,
+    read: std::vec::IntoIter<Read<K, T>>,
+    threads: usize,
+}
+
+impl<'l, T, E, K, I> PageReader<'l, T, E, K, I>
+where
+    T: apistore_storage::ApiObject + Default + Send + 'static,
+    E: DecodeErrors + Sync,
+    K: ListKey + Send,
+    I: ExactSizeIterator<Item = (K, Bytes, i64)>,
+{
+    /// A reader of `stored`, `(key, stored value, mod revision)` in key order.
+    pub(crate) fn new(layers: &'l ObjectLayers<T, E>, stored: I) -> Self {
+        Self {
+            layers,
+            stored,
+            read: Vec::new().into_iter(),
+            threads: layers.read_threads(),
+        }
+    }
+
+    /// Whether every value has been handed out.
+    pub(crate) fn is_empty(&self) -> bool {
+        self.read.len() == 0 && self.stored.len() == 0
+    }
+
+    /// The next value read back. `wanted` is how many more values the list expects to
+    /// take (`usize::MAX` when it takes the whole page): a batch read at once is at least
+    /// that many, or enough to give each thread its share, so a list with a limit reads
+    /// little beyond it.
+    pub(crate) fn next(&mut self, wanted: usize) -> Option<Read<K, T>> {
+        if let Some(read) = self.read.next() {
+            return Some(read);
+        }
+        let left = self.stored.len();
+        let batch = wanted
+            .max(MIN_VALUES_PER_THREAD.saturating_mul(self.threads))
+            .min(left);
+        let threads = self.threads.min(batch / MIN_VALUES_PER_THREAD);
+        if threads > 1 {
+            let stored = self.stored.by_ref().take(batch).collect();
+            self.read = read_on_threads(self.layers, stored, threads).into_iter();
+            return self.read.next();
+        }
+        let (key, value, rev) = self.stored.next()?;
+        let read = self.layers.read_stored(&key.text(), value, rev);
+        Some((key, read))
+    }
+}
+
+/// Reads `stored` back on `threads` threads, one run each of consecutive values, and
+/// returns the results in the order given. A thread the system refuses to start leaves
+/// its run to the caller's thread.
+fn read_on_threads<T, E, K>(
+    layers: &ObjectLayers<T, E>,
+    mut stored: Vec<(K, Bytes, i64)>,
+    threads: usize,
+) -> Vec<Read<K, T>>
+where
+    T: apistore_storage::ApiObject + Default + Send + 'static,
+    E: DecodeErrors + Sync,
+    K: ListKey + Send,
+{
+    let per_thread = stored.len().div_ceil(threads.max(1)).max(1);
+    // Each value is taken out of its slot as it is read; the keys stay for the results.
+    let read_run = |run: &mut [(K, Bytes, i64)]| -> Vec<Result<T, UnreadValue>> {
+        run.iter_mut()
+            .map(|(key, value, rev)| layers.read_stored(&key.text(), std::mem::take(value), *rev))
+            .collect()
+    };
+    let mut parts: Vec<Option<Vec<Result<T, UnreadValue>>>> = thread::scope(|scope| {
+        let mut runs = stored.chunks_mut(per_thread);
+        let first = runs.next();
+        // The other runs' threads start before this thread reads the first run.
+        let started: Vec<_> = runs
+            .map(|run| {
+                let read_run = &read_run;
+                thread::Builder::new()
+                    .name("apistore-list-read".to_owned())
+                    .spawn_scoped(scope, move || read_run(run))
+                    .ok()
+            })
+            .collect();
+        let first = first.map(read_run);
+        std::iter::once(first)
+            .chain(started.into_iter().map(|handle| {
+                handle.map(|handle| {
+                    // A panic of the codec is the caller's, as on its own thread.
+                    handle
+                        .join()
+                        .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+                })
+            }))
+            .collect()
+    });
+    for (part, run) in parts.iter_mut().zip(stored.chunks_mut(per_thread)) {
+        if part.is_none() {
+            *part = Some(read_run(run));
+        }
+    }
+    stored
+        .into_iter()
+        .map(|(key, _, _)| key)
+        .zip(parts.into_iter().flatten().flatten())
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::HashSet;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::{Arc, Mutex};
+    use std::thread::ThreadId;
+
+    use apistore_storage::{DynamicObject, JsonCodec, LabelSelector, SelectionPredicate};
+    use apistore_value::{AesGcmTransformer, Plaintext, Transformer};
+    use proptest::prelude::*;
+
+    use super::*;
+    use crate::list::ListPages;
+    use apistore_versioning::ApiObjectVersioner;
+
+    /// Counts the failed decodes reported.
+    #[derive(Clone, Default)]
+    struct Counted(Arc<AtomicUsize>);
+
+    impl DecodeErrors for Counted {
+        fn record_decode_error(&self) {
+            self.0.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
+    /// AES-GCM that notes which threads read values back.
+    #[derive(Debug)]
+    struct Noting {
+        aes: AesGcmTransformer,
+        threads: Mutex<HashSet<ThreadId>>,
+    }
+
+    impl Transformer for Noting {
+        fn transform_from_storage(
+            &self,
+            data: Bytes,
+            authenticated_data: &[u8],
+        ) -> apistore_value::Result<Plaintext> {
+            if let Ok(mut threads) = self.threads.lock() {
+                threads.insert(thread::current().id());
+            }
+            self.aes.transform_from_storage(data, authenticated_data)
+        }
+
+        fn transform_to_storage(
+            &self,
+            data: Bytes,
+            authenticated_data: &[u8],
+        ) -> apistore_value::Result<Bytes> {
+            self.aes.transform_to_storage(data, authenticated_data)
+        }
+    }
+
+    /// What is stored under one key.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+    enum Stored {
+        /// A ConfigMap labelled app=web.
+        Web,
+        /// A ConfigMap labelled app=db.
+        Db,
+        /// Encrypted bytes that are not JSON.
+        Undecodable,
+        /// Bytes that do not decrypt.
+        Untransformable,
+    }
+
+    fn stored_values(values: &[Stored], transformer: &Noting) -> Vec<(String, Bytes, i64)> {
+        values
+            .iter()
+            .enumerate()
+            .map(|(i, stored)| {
+                let key = format!("/registry/configmaps/ns/cm-{i:05}");
+                let json = |app: &str| {
+                    let mut object =
+                        DynamicObject::new("v1", "ConfigMap", &format!("cm-{i:05}")).within("ns");
+                    object
+                        .metadata
+                        .labels
+                        .insert("app".to_owned(), app.to_owned());
+                    Bytes::from(serde_json::to_vec(&object).unwrap())
+                };
+                let plain = match stored {
+                    Stored::Web => json("web"),
+                    Stored::Db => json("db"),
+                    Stored::Undecodable | Stored::Untransformable => {
+                        Bytes::from_static(b"{not json")
+                    }
+                };
+                let value = match stored {
+                    Stored::Untransformable => Bytes::from_static(b"not a sealed value"),
+                    _ => transformer
+                        .transform_to_storage(plain, key.as_bytes())
+                        .unwrap(),
+                };
+                (key, value, 2 + i as i64)
+            })
+            .collect()
+    }
+
+    /// One list over `values` as a backend runs it (each page read after the last key
+    /// taken, `page_limit` keys long), summarised: each page's outcome, the list's end
+    /// (items, continue token, remaining count, or the error), the counts and the decode
+    /// errors reported; and the threads that read values back.
+    fn list(
+        values: &[Stored],
+        read_threads: usize,
+        limit: i64,
+        select_web: bool,
+        unsafe_deletion: bool,
+    ) -> (String, usize) {
+        let transformer = Arc::new(Noting {
+            aes: AesGcmTransformer::new(&[7; 32]).unwrap(),
+            threads: Mutex::new(HashSet::new()),
+        });
+        let decode_errors = Counted::default();
+        let mut layers: ObjectLayers<DynamicObject, Counted> = ObjectLayers::new(
+            Arc::new(JsonCodec::<DynamicObject>::default()),
+            Arc::clone(&transformer) as Arc<dyn Transformer>,
+            decode_errors.clone(),
+        );
+        layers.set_read_threads(read_threads);
+        layers
+            .set_unsafe_malformed_object_deletion(unsafe_deletion.then(|| Arc::from("configmaps")));
+        let stored = stored_values(values, &transformer);
+        let predicate = SelectionPredicate {
+            label: if select_web {
+                LabelSelector::parse("app=web").unwrap()
+            } else {
+                LabelSelector::default()
+            },
+            limit,
+            ..SelectionPredicate::default()
+        };
+        let mut pages: ListPages<'_, DynamicObject, String> = ListPages::new(&predicate);
+        let mut summary = String::new();
+        let mut start = 0;
+        loop {
+            let page_limit = usize::try_from(pages.page_limit()).unwrap();
+            let end = if page_limit == 0 {
+                stored.len()
+            } else {
+                (start + page_limit).min(stored.len())
+            };
+            let page = stored[start..end].to_vec();
+            let more = end < stored.len();
+            let count = (stored.len() - start) as i64;
+            match pages.take_page(&layers, page.into_iter(), more, count) {
+                Ok(true) => break,
+                Ok(false) => {
+                    summary.push_str("page;");
+                    let last = pages.last_key();
+                    start = stored
+                        .iter()
+                        .position(|(key, _, _)| key == last)
+                        .map_or(stored.len(), |at| at + 1);
+                }
+                Err(err) => {
+                    summary.push_str(&format!("failed: {err};"));
+                    break;
+                }
+            }
+        }
+        match pages.finish("/registry/configmaps/", 1000, &ApiObjectVersioner) {
+            Ok(list) => {
+                let names: Vec<&str> = list
+                    .items
+                    .iter()
+                    .map(|item| item.metadata.name.as_str())
+                    .collect();
+                summary.push_str(&format!(
+                    "items {names:?} continue {:?} remaining {:?};",
+                    list.metadata.continue_token, list.metadata.remaining_item_count
+                ));
+            }
+            Err(err) => summary.push_str(&format!("list failed: {err};")),
+        }
+        summary.push_str(&format!(
+            "counts {:?}; decode errors {}",
+            pages.counts(),
+            decode_errors.0.load(Ordering::Relaxed)
+        ));
+        let threads = transformer
+            .threads
+            .lock()
+            .map_or(0, |threads| threads.len());
+        (summary, threads)
+    }
+
+    /// A page of a thousand values is read on the threads asked for, and the list is the
+    /// one read on the caller's thread alone.
+    #[test]
+    fn a_large_page_is_read_on_several_threads_to_the_same_list() {
+        let values: Vec<Stored> = (0..1000)
+            .map(|i| match i % 7 {
+                0 | 3 => Stored::Db,
+                5 if i % 3 == 0 => Stored::Undecodable,
+                _ => Stored::Web,
+            })
+            .collect();
+        for unsafe_deletion in [false, true] {
+            let (alone, threads) = list(&values, 1, 0, true, unsafe_deletion);
+            assert_eq!(threads, 1);
+            let (parallel, threads) = list(&values, 4, 0, true, unsafe_deletion);
+            assert_eq!(threads, 4, "{parallel}");
+            assert_eq!(parallel, alone);
+        }
+        // A page too small to split stays on the caller's thread.
+        let (_, threads) = list(&values[..200], 4, 0, false, false);
+        assert_eq!(threads, 1);
+    }
+
+    fn stored_value(corrupt_per_mille: u32) -> impl Strategy<Value = Stored> {
+        (0u32..1000).prop_map(move |roll| match roll {
+            r if r < corrupt_per_mille / 2 => Stored::Undecodable,
+            r if r < corrupt_per_mille => Stored::Untransformable,
+            r if r % 3 == 0 => Stored::Db,
+            _ => Stored::Web,
+        })
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(48))]
+
+        /// Whatever is stored, however the list pages and selects, reading ahead on
+        /// several threads lists what reading in turn lists: the same items, the same
+        /// token, the same error, the same counts and decode errors reported.
+        #[test]
+        fn reading_ahead_lists_what_reading_in_turn_lists(
+            values in (prop_oneof![Just(0u32), Just(5), Just(100), Just(600)])
+                .prop_flat_map(|rate| prop::collection::vec(stored_value(rate), 0..1400)),
+            limit in prop_oneof![Just(0i64), Just(1), Just(40), Just(300), Just(900)],
+            select_web: bool,
+            unsafe_deletion: bool,
+            threads in 2usize..5,
+        ) {
+            let (alone, _) = list(&values, 1, limit, select_web, unsafe_deletion);
+            let (parallel, _) = list(&values, threads, limit, select_web, unsafe_deletion);
+            prop_assert_eq!(parallel, alone);
+        }
+    }
+}
