@@ -22,7 +22,7 @@ use crate::object::{DecodeErrors, ObjectLayers, UnreadValue};
 
 /// The fewest values a thread is given: below it, starting a thread costs more than it
 /// saves (tens of microseconds against a few per small object, tens per Pod).
-pub(crate) const MIN_VALUES_PER_THREAD: usize = 128;
+const MIN_VALUES_PER_THREAD: usize = 128;
 
 /// The cores this process may use (its CPU affinity and cgroup quota), read once: the
 /// standard library reads cgroup files each time it is asked.
@@ -41,6 +41,10 @@ pub(crate) struct PageReader<'l, T, E, K, I> {
     stored: I,
     read: std::vec::IntoIter<Read<K, T>>,
     threads: usize,
+    /// The fewest values the next batch reads: two threads' worth at first, then twice
+    /// the last batch, so a list with a limit whose selector drops most values reads at
+    /// most about twice what it needed, not a share for every core at each step.
+    least_batch: usize,
 }
 
 impl<'l, T, E, K, I> PageReader<'l, T, E, K, I>
@@ -57,6 +61,7 @@ where
             stored,
             read: Vec::new().into_iter(),
             threads: layers.read_threads(),
+            least_batch: 2 * MIN_VALUES_PER_THREAD,
         }
     }
 
@@ -66,19 +71,16 @@ where
     }
 
     /// The next value read back. `wanted` is how many more values the list expects to
-    /// take (`usize::MAX` when it takes the whole page): a batch read at once is at least
-    /// that many, or enough to give each thread its share, so a list with a limit reads
-    /// little beyond it.
+    /// take (`usize::MAX` when it takes the whole page): a batch read at once is that
+    /// many, or more while the list keeps needing more (see `least_batch`).
     pub(crate) fn next(&mut self, wanted: usize) -> Option<Read<K, T>> {
         if let Some(read) = self.read.next() {
             return Some(read);
         }
-        let left = self.stored.len();
-        let batch = wanted
-            .max(MIN_VALUES_PER_THREAD.saturating_mul(self.threads))
-            .min(left);
+        let batch = wanted.max(self.least_batch).min(self.stored.len());
         let threads = self.threads.min(batch / MIN_VALUES_PER_THREAD);
         if threads > 1 {
+            self.least_batch = batch.saturating_mul(2);
             let stored = self.stored.by_ref().take(batch).collect();
             self.read = read_on_threads(self.layers, stored, threads).into_iter();
             return self.read.next();

@@ -196,11 +196,9 @@ where
         self.instrumentation.metrics()
     }
 
-    /// Reads a large page of a list back (transformed and decoded) on up to `threads`
-    /// threads at once (builder style): 0, the default, for one per core the process
-    /// may use; 1 for the calling thread alone, as kube-apiserver decodes a list. The
-    /// list is the same either way (its items, where it stops, the error it names);
-    /// only a page of a few hundred values or more is split.
+    /// Reads a large page of a list back on up to `threads` threads at once (builder
+    /// style; 0, the default, for one per core; 1 as kube-apiserver, on the calling
+    /// thread alone): see [`ObjectLayers::set_read_threads`](apistore_backend::ObjectLayers::set_read_threads).
     pub fn with_read_threads(mut self, threads: usize) -> Self {
         self.layers.set_read_threads(threads);
         self

@@ -5,7 +5,7 @@
 //! in k8s.io/apiserver v0.31.1:
 //!
 //! - where a watch starts depends on the resourceVersion, `sendInitialEvents` and the
-//!   `WatchList` feature gate (here [`StoreConfig::watch_list`], off by default as in
+//!   `WatchList` feature gate (here [`ResourceConfig::watch_list`], off by default as in
 //!   v0.31.1), including the reference's quirks with the gate off: the start plan,
 //!   error statuses and the event channel are `apistore_backend::watch`'s, shared with
 //!   the memory store;
@@ -29,7 +29,7 @@
 //! (`apistore_backend::watch::channel` says why). Dropping the stream ends the task
 //! and cancels the etcd watch.
 //!
-//! [`StoreConfig::watch_list`]: crate::StoreConfig::watch_list
+//! [`ResourceConfig::watch_list`]: crate::ResourceConfig::watch_list
 
 use std::convert::Infallible;
 use std::sync::Arc;
@@ -54,7 +54,7 @@ where
     T: ApiObject + Clone + Default + Send + Sync + 'static,
 {
     /// Turns kube-apiserver's `WatchList` feature gate on or off for this store (builder
-    /// style; see [`StoreConfig::watch_list`](crate::StoreConfig::watch_list)).
+    /// style; see [`ResourceConfig::watch_list`](crate::ResourceConfig::watch_list)).
     pub fn with_watch_list(mut self, enabled: bool) -> Self {
         self.watch.watch_list = enabled;
         self
