@@ -82,7 +82,7 @@ where
         if threads > 1 {
             self.least_batch = batch.saturating_mul(2);
             let stored = self.stored.by_ref().take(batch).collect();
-            self.read = read_on_threads(self.layers, stored, threads).into_iter();
+            self.read = read_on_threads(self.layers, stored, threads, |_| true).into_iter();
             return self.read.next();
         }
         let (key, value, rev) = self.stored.next()?;
@@ -93,11 +93,13 @@ where
 
 /// Reads `stored` back on `threads` threads, one run each of consecutive values, and
 /// returns the results in the order given. A thread the system refuses to start leaves
-/// its run to the caller's thread.
+/// its run to the caller's thread; so does one `may_start` refuses (given the run's
+/// index from 1: the tests' stand-in for a system out of threads).
 fn read_on_threads<T, E, K>(
     layers: &ObjectLayers<T, E>,
     mut stored: Vec<(K, Bytes, i64)>,
     threads: usize,
+    may_start: impl Fn(usize) -> bool,
 ) -> Vec<Read<K, T>>
 where
     T: apistore_storage::ApiObject + Default + Send + 'static,
@@ -116,8 +118,12 @@ where
         let first = runs.next();
         // The other runs' threads start before this thread reads the first run.
         let started: Vec<_> = runs
-            .map(|run| {
+            .enumerate()
+            .map(|(index, run)| {
                 let read_run = &read_run;
+                if !may_start(index + 1) {
+                    return None;
+                }
                 thread::Builder::new()
                     .name("apistore-list-read".to_owned())
                     .spawn_scoped(scope, move || read_run(run))
@@ -357,6 +363,60 @@ mod tests {
         // A page too small to split stays on the caller's thread.
         let (_, threads) = list(&values[..200], 4, 0, false, false);
         assert_eq!(threads, 1);
+    }
+
+    /// Runs whose thread cannot start are read on the caller's thread, each value once,
+    /// in their place: the results are those of reading every value in turn.
+    #[test]
+    fn runs_whose_thread_does_not_start_are_read_by_the_caller() {
+        let transformer = Noting {
+            aes: AesGcmTransformer::new(&[7; 32]).unwrap(),
+            threads: Mutex::new(HashSet::new()),
+        };
+        let values: Vec<Stored> = (0..900)
+            .map(|i| match i % 11 {
+                4 => Stored::Untransformable,
+                7 => Stored::Undecodable,
+                1 | 2 => Stored::Db,
+                _ => Stored::Web,
+            })
+            .collect();
+        let stored = stored_values(&values, &transformer);
+        let decode_errors = Counted::default();
+        let layers: ObjectLayers<DynamicObject, Counted> = ObjectLayers::new(
+            Arc::new(JsonCodec::<DynamicObject>::default()),
+            Arc::new(transformer),
+            decode_errors.clone(),
+        );
+        let summary = |reads: Vec<Read<String, DynamicObject>>| -> Vec<String> {
+            reads
+                .into_iter()
+                .map(|(key, read)| match read {
+                    Ok(object) => format!(
+                        "{key}: {} {:?}",
+                        object.metadata.name, object.metadata.labels
+                    ),
+                    Err(unread) => format!("{key}: unread {}", layers.report_unread(unread)),
+                })
+                .collect()
+        };
+        let in_turn: Vec<String> = summary(
+            stored
+                .iter()
+                .map(|(key, value, rev)| {
+                    (key.clone(), layers.read_stored(key, value.clone(), *rev))
+                })
+                .collect(),
+        );
+        assert_eq!(in_turn.len(), 900);
+        for refused in [vec![1, 2, 3], vec![2], vec![1, 3]] {
+            let reads = read_on_threads(&layers, stored.clone(), 4, |run| !refused.contains(&run));
+            assert_eq!(summary(reads), in_turn, "runs {refused:?} refused");
+        }
+        // Reading reported nothing itself: each of the four summaries reported each value
+        // that does not decode once, through `report_unread`.
+        let undecodable = values.iter().filter(|v| **v == Stored::Undecodable).count();
+        assert_eq!(decode_errors.0.load(Ordering::Relaxed), 4 * undecodable);
     }
 
     fn stored_value(corrupt_per_mille: u32) -> impl Strategy<Value = Stored> {

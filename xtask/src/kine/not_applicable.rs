@@ -42,12 +42,23 @@ const OWN_REVISIONS: &str = "kine probably adds revisions of its own (compaction
                              watch-list bookmark carries can be past the test's last write, \
                              which the case expects exactly (failed 1 interop run of 2)";
 
-/// kine drops a progress request it cannot answer at once.
+/// kine answers a re-create with a revision that is not the create's.
+const RECREATE_REVISION: &str = "kine v0.17.3 to v0.17.5 answers a create of a key that \
+    was deleted before with its cached current revision, not the revision the create wrote \
+    at (pkg/logstructured/logstructured.go, Create: the second try's `rev, event, err :=` \
+    shadows the `rev` returned, which stays 0 and is replaced by CurrentRevision; v0.17.0 to \
+    v0.17.2 return the insert's id). The case re-creates its key before every step and expects an \
+    update that changes nothing to keep the create's resourceVersion; when another client \
+    writes at the same time kine's answer is off by 1 to 3 (kine's trace: `CREATE ... => \
+    rev=52005` for the row it broadcast at 52004). Failed 1 CI run on kine-postgres, and 6 \
+    of 16 runs beside a second run of the binary (0 of 15 alone). kube-apiserver on kine \
+    gets the same answer";
 /// kine has RangeStream though it reports an etcd without it.
 const STREAMS_AS_3_6: &str = "kine v0.17.5 implements RangeStream itself \
     (pkg/server/rangestream.go) while it reports etcd 3.6.11, its emulated version: the \
     test expects the paged fallback from that version, and kine streams instead. Lists on \
     kine at kube 1.37 do stream: the kube_1_37 list cases that run on kine pass";
+/// kine drops a progress request it cannot answer at once.
 const PROGRESS_DROPPED: &str = "kine answers a progress request only when every watch of the \
                                 stream has been sent the current revision and otherwise drops \
                                 it (v0.17.5 pkg/server/watch.go, ProgressAll), where etcd \
@@ -75,6 +86,11 @@ pub(crate) const NOT_APPLICABLE: &[NotApplicable] = &[
         target: "lease_manager",
         test: "a_full_lease_is_not_reused",
         reason: LEASE_ID_IS_TTL,
+    },
+    NotApplicable {
+        target: "conformance",
+        test: "run_test_guaranteed_update",
+        reason: RECREATE_REVISION,
     },
     NotApplicable {
         target: "watch_conformance",
