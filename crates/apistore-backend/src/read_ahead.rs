@@ -120,10 +120,10 @@ where
         let started: Vec<_> = runs
             .enumerate()
             .map(|(index, run)| {
-                let read_run = &read_run;
                 if !may_start(index + 1) {
                     return None;
                 }
+                let read_run = &read_run;
                 thread::Builder::new()
                     .name("apistore-list-read".to_owned())
                     .spawn_scoped(scope, move || read_run(run))
