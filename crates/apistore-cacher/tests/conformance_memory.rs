@@ -23,6 +23,6 @@ include!("common/cases.rs");
 
 // Watch-list requests need progress requests, which the in-memory store answers.
 apistore_testing::conformance_cases!(backend;
-    run_watch_semantic_initial_events_extended => run_watch_semantic_initial_events_extended [Shared],
+    run_watch_semantic_initial_events_extended => run_watch_semantic_initial_events_extended [Fresh],
     run_test_too_large_resource_version_error_for_watch_list => run_test_too_large_resource_version_error_for_watch_list [Fresh],
 );

@@ -36,13 +36,6 @@ const LEASE_ID_IS_TTL: &str = "kine's LeaseGrant answers the TTL as the lease ID
 const NO_REQUEST_LIMIT: &str = "kine has no request size limit (etcd's --max-request-bytes, \
                                 1.5 MiB), so the oversized create the test expects refused \
                                 succeeds";
-/// A watch-list bookmark past the last write, on kine only, cause not found.
-const BOOKMARK_PAST_LAST_WRITE: &str = "the watch-list bookmark's revision was past the test's last \
-    write, which the case expects exactly (failed 1 interop run of 2); the cause is not found: \
-    the guess that kine adds revisions of its own does not hold for v0.17.5 as read (its \
-    compaction updates compact_rev_key in place, and a gap fill takes the missing id, not a new \
-    one past the last write)";
-
 /// kine answers a re-create with a revision that is not the create's.
 const RECREATE_REVISION: &str = "kine v0.17.3 to v0.17.5 answers a create of a key that \
     was deleted before with its cached current revision, not the revision the create wrote \
@@ -92,11 +85,6 @@ pub(crate) const NOT_APPLICABLE: &[NotApplicable] = &[
         target: "conformance",
         test: "run_test_guaranteed_update",
         reason: RECREATE_REVISION,
-    },
-    NotApplicable {
-        target: "watch_conformance",
-        test: "run_watch_semantic_initial_events_extended",
-        reason: BOOKMARK_PAST_LAST_WRITE,
     },
     NotApplicable {
         target: "watch_conformance",
@@ -367,6 +355,11 @@ pub(crate) const NOT_APPLICABLE: &[NotApplicable] = &[
     NotApplicable {
         target: "watch_conformance",
         test: "run_watch_semantics",
+        reason: OWN_ETCD,
+    },
+    NotApplicable {
+        target: "watch_conformance",
+        test: "run_watch_semantic_initial_events_extended",
         reason: OWN_ETCD,
     },
     // Tests of no server at all.

@@ -133,7 +133,7 @@ macro_rules! watch_conformance {
             run_test_cluster_scoped_watch => run_test_cluster_scoped_watch [Shared],
             run_test_namespace_scoped_watch => run_test_namespace_scoped_watch [Shared],
             run_send_initial_events_backward_compatibility => run_send_initial_events_backward_compatibility [Shared],
-            run_watch_semantic_initial_events_extended => run_watch_semantic_initial_events_extended [Shared],
+            run_watch_semantic_initial_events_extended => run_watch_semantic_initial_events_extended [Fresh],
             run_test_watch_from_zero => run_test_watch_from_zero [Fresh],
             run_test_progress_notify => run_test_progress_notify [ProgressNotify],
             run_test_watch_dispatch_bookmark_events => run_test_watch_dispatch_bookmark_events [ProgressNotify],
