@@ -185,6 +185,9 @@ type watchRun struct {
 	// received counts every watcher's Added events, finished or not.
 	received atomic.Uint64
 	cpu      float64
+	// delays, when the request asked for them, is every Added event's time from its
+	// write (the Pod's latencyAnnotation) to its watcher, over all watchers.
+	delays []float64
 }
 
 func (w *watchRun) stop() {
@@ -226,12 +229,32 @@ func (b *bench) cacheWatch(ctx context.Context, req request) (response, error) {
 		go func(events <-chan watch.Event) {
 			defer run.wg.Done()
 			var seen uint64
-			defer func() { run.received.Add(seen) }()
+			var delays []float64
+			if req.Delays {
+				delays = make([]float64, 0, req.Count)
+			}
+			defer func() {
+				run.received.Add(seen)
+				if req.Delays {
+					run.mu.Lock()
+					run.delays = append(run.delays, delays...)
+					run.mu.Unlock()
+				}
+			}()
 			for event := range events {
 				if event.Type == watch.Error {
 					klog.ErrorS(nil, "a cache watcher ended", "status", event.Object)
 				}
 				if event.Type == watch.Added {
+					if req.Delays {
+						// Through the metadata: the cacher wraps the Pod it hands
+						// to many watchers (as writeThroughput's tracker reads it).
+						if pod, err := meta.Accessor(event.Object); err == nil {
+							if stamp, err := strconv.ParseInt(pod.GetAnnotations()[latencyAnnotation], 10, 64); err == nil {
+								delays = append(delays, time.Since(time.Unix(0, stamp)).Seconds())
+							}
+						}
+					}
 					seen++
 					if seen == req.Count {
 						elapsed := time.Since(run.started).Seconds()
@@ -251,7 +274,8 @@ func (b *bench) cacheWatch(ctx context.Context, req request) (response, error) {
 // cacheWatchWait waits until every watcher of the last cacheWatch has seen its count
 // (or the deadline passed), stops them, and answers with each finished watcher's time
 // from the start to its last event, sorted; Ops is how many finished, Objects how many
-// Added events all of them received (a terminated watcher's too).
+// Added events all of them received (a terminated watcher's too); with delays asked
+// for, how many were measured and their median and p99.
 func (b *bench) cacheWatchWait(_ context.Context, _ request) (response, error) {
 	if b.cache == nil || b.cache.watchers == nil {
 		return response{}, fmt.Errorf("no watchers: send cacheWatch first")
@@ -269,7 +293,15 @@ func (b *bench) cacheWatchWait(_ context.Context, _ request) (response, error) {
 	run.mu.Lock()
 	defer run.mu.Unlock()
 	sort.Float64s(run.finished)
-	return response{Ops: uint64(len(run.finished)), Latencies: run.finished, CPUSeconds: cpu, Objects: run.received.Load()}, nil
+	resp := response{Ops: uint64(len(run.finished)), Latencies: run.finished, CPUSeconds: cpu, Objects: run.received.Load()}
+	if len(run.delays) > 0 {
+		sort.Float64s(run.delays)
+		resp.Delays = uint64(len(run.delays))
+		resp.DelayP50 = run.delays[len(run.delays)/2]
+		// kube's tracker's p99: the element at len*99/100 - 1.
+		resp.DelayP99 = run.delays[max(len(run.delays)*99/100-1, 0)]
+	}
+	return resp, nil
 }
 
 // watchListEveryPod is kube's WatchList background load (startBackgroundWatchListers,

@@ -7,7 +7,7 @@ package main
 //	{"op":"decode","etcdPrefix":"/registry/pods/"}
 //	{"op":"cacheStart","resourceVersion":RV}   kube's cacher over the store, filled up to RV
 //	{"op":"list",...,"cache":true}             the list above, from the cacher
-//	{"op":"cacheWatch","keys":[KEY],"resourceVersion":RV,"watchers":N,"count":C}
+//	{"op":"cacheWatch","keys":[KEY],"resourceVersion":RV,"watchers":N,"count":C,"delays":D}
 //	{"op":"cacheWatchWait"}                    after the harness wrote C Pods under KEY
 //	{"op":"writeThroughput","traffic":"patch|deleteCreate","watchers":W,"lister":"|unset|exact|notOlderThan|watchList","callers":C,"seconds":S}
 //	{"op":"cacheStop"}
@@ -44,6 +44,9 @@ type request struct {
 	// measuring latency).
 	Watchers int    `json:"watchers"`
 	Count    uint64 `json:"count"`
+	// Delays asks cacheWatch's watchers to measure each Added event's time from its
+	// write, which the Pod carries in its watch-latency-timestamp annotation.
+	Delays bool `json:"delays"`
 	// Traffic is writeThroughput's kind of write: kube's Patch or DeleteCreate.
 	Traffic string `json:"traffic"`
 	// Lister is writeThroughput's list background load (kube's Lister,
@@ -98,6 +101,12 @@ type response struct {
 	// whether the latency tracker was one of them.
 	WatchersCut uint64 `json:"watchersCut"`
 	TrackerCut  bool   `json:"trackerCut"`
+	// Delays, DelayP50 and DelayP99: for cacheWatchWait after a cacheWatch with
+	// delays, how many Added events carried a write time, and the median and p99
+	// (kube's tracker's element) of their times from write to watcher, in seconds.
+	Delays   uint64  `json:"delays"`
+	DelayP50 float64 `json:"delayP50"`
+	DelayP99 float64 `json:"delayP99"`
 }
 
 func failure(err error) response {

@@ -40,6 +40,8 @@ pub(crate) struct Bench {
     pub(crate) store: Arc<Etcd3Store<BenchObject>>,
     /// The baseline's connection.
     pub(crate) raw: Arc<Raw>,
+    /// The server's endpoint, for a connection of a thread's own.
+    pub(crate) endpoint: String,
     namespaces: AtomicU64,
     compacted: AtomicI64,
     /// Whether the server takes a ranged delete (etcd does; kine refuses DeleteRange).
@@ -72,6 +74,7 @@ impl Bench {
             client,
             store,
             raw,
+            endpoint: endpoint.to_owned(),
             namespaces: AtomicU64::new(0),
             compacted: AtomicI64::new(0),
             range_deletes,

@@ -78,6 +78,16 @@ pub(crate) struct GoAnswer {
     /// Whether the latency tracker was one of `watchers_cut`.
     #[serde(default)]
     pub(crate) tracker_cut: bool,
+    /// `cacheWatchWait` after a `cacheWatch` with delays: Added events that carried
+    /// their write's time.
+    #[serde(default)]
+    pub(crate) delays: u64,
+    /// The median of those events' times from write to watcher, in seconds.
+    #[serde(default)]
+    pub(crate) delay_p50: f64,
+    /// Their p99, the element kube's latency tracker takes, in seconds.
+    #[serde(default)]
+    pub(crate) delay_p99: f64,
 }
 
 impl GoAnswer {

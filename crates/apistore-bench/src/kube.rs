@@ -61,6 +61,7 @@ use store_list::ListShape;
 
 mod cache;
 mod crud;
+mod paced_watchers;
 mod store_list;
 mod write_throughput;
 

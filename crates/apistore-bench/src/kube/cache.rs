@@ -37,9 +37,10 @@ use std::time::Instant;
 
 use apistore_cacher::{Cacher, CacherConfig, CacherMetrics};
 use apistore_etcd3::{Etcd3Store, StoreConfig};
-use apistore_protobuf::{KubeProtobuf, LazyCodec, MediaType, StorageCodec};
+use apistore_protobuf::{KubeProtobuf, LazyCodec, LazyObject, MediaType, StorageCodec};
 use apistore_storage::{
     ApiObject, Codec, CodecError, KubeVersion, ListOptions, ResourceVersionMatch, Shared, Storage,
+    WatchStream,
 };
 use apistore_value::IdentityTransformer;
 use bytes::Bytes;
@@ -70,7 +71,7 @@ pub(super) type PodCache<T> = Cacher<Etcd3Store<Shared<T>>>;
 
 /// Watchers per run: kube's issue asks for 1,000; a quick run opens 100 (as the
 /// `cacher watchers` workload does).
-fn watchers(quick: bool) -> usize {
+pub(super) fn watchers(quick: bool) -> usize {
     if quick { 100 } else { 1_000 }
 }
 
@@ -252,6 +253,9 @@ impl Bench {
         self.cache_lists(go, out, "DynamicObject", dynamic).await?;
         if self.settings.selected(WATCHERS) {
             self.cache_watchers(go, out).await?;
+        }
+        if self.settings.selected(super::paced_watchers::PACED) {
+            self.cache_watchers_paced(go, out).await?;
         }
         if group_selected(&self.settings, super::write_throughput::NAME) {
             self.write_throughput(go, out).await?;
@@ -439,24 +443,13 @@ impl Bench {
                 let namespace = self.fresh_namespace("kube-watch");
                 let puts = Arc::new(self.watch_puts(&namespace)?);
                 let finished = if side == Side::Apistore {
-                    let FilledCache {
-                        cache,
-                        revision: since,
-                        ..
-                    } = self
-                        .filled_pod_cache(LazyCodec::new(MediaType::Protobuf))
-                        .await?;
-                    let options =
-                        ListOptions::prefix().at(since.to_string(), ResourceVersionMatch::Unset);
-                    let key = format!("{RESOURCE}/{namespace}");
-                    let mut streams = Vec::with_capacity(watchers);
-                    for _ in 0..watchers {
-                        streams.push(Events::Cache(cache.watch(&key, &options).await?));
-                    }
+                    let (_cache, streams) = self.namespace_watches(&namespace, watchers).await?;
                     let base = Instant::now();
                     let readers: Vec<_> = streams
                         .into_iter()
-                        .map(|events| tokio::spawn(read_count(events, WATCH_WRITES, base)))
+                        .map(|events| {
+                            tokio::spawn(read_count(Events::Cache(events), WATCH_WRITES, base))
+                        })
                         .collect();
                     self.raw_writes(WATCH_WRITES, move |i| Ok(puts[i as usize].clone()))
                         .await?;
@@ -502,6 +495,30 @@ impl Bench {
              {kube_received:?} events each on average, per round, terminated ones included"
         ));
         Ok(())
+    }
+
+    /// The watcher rows' start on apistore's side: a filled cache of `LazyObject` Pods
+    /// and `watchers` watches of `namespace` on it from the revision it holds. The
+    /// cache is returned to be kept while the watches are read.
+    pub(super) async fn namespace_watches(
+        &self,
+        namespace: &str,
+        watchers: usize,
+    ) -> Result<(PodCache<LazyObject>, Vec<WatchStream<Shared<LazyObject>>>)> {
+        let FilledCache {
+            cache,
+            revision: since,
+            ..
+        } = self
+            .filled_pod_cache(LazyCodec::new(MediaType::Protobuf))
+            .await?;
+        let options = ListOptions::prefix().at(since.to_string(), ResourceVersionMatch::Unset);
+        let key = format!("{RESOURCE}/{namespace}");
+        let mut streams = Vec::with_capacity(watchers);
+        for _ in 0..watchers {
+            streams.push(cache.watch(&key, &options).await?);
+        }
+        Ok((cache, streams))
     }
 
     /// apistore's cache of Pods as `T`, ready and holding etcd's current revision.
@@ -558,7 +575,7 @@ impl Bench {
     }
 
     /// Deletes one namespace's Pods (untimed).
-    async fn clear_namespace(&self, namespace: &str) -> Result<()> {
+    pub(super) async fn clear_namespace(&self, namespace: &str) -> Result<()> {
         let mut kv = self.raw.client().kv_client();
         kv.delete(
             format!("{ETCD_PREFIX}{RESOURCE}/{namespace}/"),
@@ -589,6 +606,8 @@ mod tests {
         let quick = only(&["kube cache"]);
         assert!(quick.selected(&format!("{CACHE} memory/Pod, LazyObject")));
         assert!(quick.selected(WATCHERS));
+        assert!(quick.selected(super::super::paced_watchers::PACED));
+        assert!(only(&["kube cache watchers"]).selected(super::super::paced_watchers::PACED));
         assert!(!quick.selected("kube list whole"));
     }
 }

@@ -50,7 +50,7 @@ const CALLERS: usize = 25;
 /// Watchers of kube's `Watcher` background load.
 const BACKGROUND_WATCHERS: usize = 10;
 /// The annotation carrying a write's wall-clock time in Unix nanoseconds (kube's).
-const STAMP: &str = "watch-latency-timestamp";
+pub(super) const STAMP: &str = "watch-latency-timestamp";
 /// The annotation a `Patch` sets (kube's).
 const PATCHED: &str = "updated-by-benchmark";
 /// How often kube's background lister lists (a Go ticker: ticks missed while a list
@@ -171,20 +171,20 @@ fn row_name(traffic: Traffic, background: Background) -> String {
 /// The p99 of sorted latencies as kube's tracker takes it (the element at
 /// `len * 99 / 100 - 1`); kube reports nothing below 100 latencies, this the same
 /// element of what there is (0 for none).
-fn p99(sorted: &[f64]) -> f64 {
+pub(super) fn p99(sorted: &[f64]) -> f64 {
     let index = (sorted.len() * 99 / 100).saturating_sub(1);
     sorted.get(index).copied().unwrap_or(0.0)
 }
 
 /// Nanoseconds since the Unix epoch, the stamp's unit.
-fn unix_nanos() -> u128 {
+pub(super) fn unix_nanos() -> u128 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(0, |d| d.as_nanos())
 }
 
 /// Seconds from `stamp` (Unix nanoseconds, as written) to now.
-fn delay_since(stamp: &str) -> Option<f64> {
+pub(super) fn delay_since(stamp: &str) -> Option<f64> {
     let written = stamp.parse::<u128>().ok()?;
     Some(unix_nanos().saturating_sub(written) as f64 / 1e9)
 }
