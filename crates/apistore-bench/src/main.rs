@@ -29,7 +29,7 @@
 //! status` on the same file (`APISTORE_CLI_BIN`, `APISTORE_ETCDUTL_BIN`).
 //!
 //! Options (after `--` when run through cargo):
-//! - `--quick`: fewer rounds and shorter runs (under two minutes); the report is printed
+//! - `--quick`: fewer rounds and shorter runs (3 rounds, not 7); the report is printed
 //!   but docs/benchmarks.md is left alone;
 //! - `--only NAME` (repeatable, and then, as with `--quick`, docs/benchmarks.md is left
 //!   alone unless `--report PATH` says where to write): only the workloads whose names

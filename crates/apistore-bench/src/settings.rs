@@ -1,6 +1,6 @@
-//! The sizes of a run: full (`cargo xtask bench`, under fifteen minutes) or quick
-//! (`--quick`, under two). Quick runs are shorter, not different: the same workloads,
-//! fewer rounds and shorter timed runs, so their figures are noisier.
+//! The sizes of a run: full (`cargo xtask bench`; about an hour on 2 cores, 3,301 s
+//! on 2026-12-04) or quick (`--quick`). Quick runs are shorter, not different: the
+//! same workloads, fewer rounds and shorter timed runs, so their figures are noisier.
 
 use std::time::Duration;
 

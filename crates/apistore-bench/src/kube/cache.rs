@@ -23,6 +23,9 @@
 //!   cache while [`WRITERS`] raw etcd-client writers (the bench's, for both sides, so
 //!   that the writes cost neither) create Pods in it; the median over watchers of the
 //!   events per second each received;
+//! - `kube cache watchers, paced` (src/kube/paced_watchers.rs): the same watchers
+//!   while one writer creates stamped Pods at a pace both caches keep up with; what
+//!   the fan-out costs (delay from write to watcher, CPU per delivered event);
 //! - `kube write throughput ...` (src/kube/write_throughput/): kube's
 //!   `RunBenchmarkWriteThroughput` over each side's cache.
 //!
