@@ -423,10 +423,27 @@ pub(crate) enum Events<T> {
 /// Reads until `count` objects were added; returns when the last one arrived, or `None`
 /// when the cache terminated the watcher first.
 pub(crate) async fn read_count<T: Send + 'static>(
-    mut events: Events<T>,
+    events: Events<T>,
     count: u64,
     base: Instant,
 ) -> Result<Option<Duration>> {
+    let (finished, ()) = read_added(events, count, base, (), |(), object| {
+        black_box(object);
+    })
+    .await?;
+    Ok(finished)
+}
+
+/// [`read_count`], handing every object a cache's watch adds to `on_added` with
+/// `state` (a raw watch's objects are decoded and dropped); returns `state` too, with
+/// what `on_added` gathered in it.
+pub(crate) async fn read_added<T: Send + 'static, S: Send>(
+    mut events: Events<T>,
+    count: u64,
+    base: Instant,
+    mut state: S,
+    on_added: impl Fn(&mut S, T) + Send,
+) -> Result<(Option<Duration>, S)> {
     let mut seen = 0u64;
     // One deadline for the whole read: a timer per event would cost the cache's arm a
     // timer registration per event and watcher, the raw arm one per batch of events.
@@ -435,7 +452,7 @@ pub(crate) async fn read_count<T: Send + 'static>(
             let n = match &mut events {
                 Events::Cache(stream) => match stream.next().await {
                     Some(WatchEvent::Added(object)) => {
-                        black_box(object);
+                        on_added(&mut state, object);
                         1
                     }
                     Some(WatchEvent::Error(status)) => {
@@ -462,8 +479,9 @@ pub(crate) async fn read_count<T: Send + 'static>(
         }
         Ok(Some(base.elapsed()))
     };
-    match tokio::time::timeout(DEADLINE, read).await {
-        Ok(outcome) => outcome,
+    let outcome = tokio::time::timeout(DEADLINE, read).await;
+    match outcome {
+        Ok(finished) => Ok((finished?, state)),
         Err(_) => Err(BenchError::Invalid(format!(
             "a watcher saw fewer than {count} events in {DEADLINE:?}"
         ))),

@@ -106,10 +106,15 @@ pub(crate) fn node_of(k: u64) -> String {
 
 /// The `k`th Pod, in `namespace` on `node`, as kube's protobuf.
 fn encoded_pod(kp: &KubeProtobuf, k: u64, namespace: &str, node: &str) -> Result<Vec<u8>> {
+    Ok(kp.encode_value(&pod_value(k, namespace, node))?)
+}
+
+/// The `k`th realistic Pod in `namespace`, scheduled to `node`, as JSON.
+fn pod_value(k: u64, namespace: &str, node: &str) -> Value {
     let mut value = pod(k);
     value["metadata"]["namespace"] = json!(namespace);
     value["spec"]["nodeName"] = json!(node);
-    Ok(kp.encode_value(&value)?)
+    value
 }
 
 /// What a rotating caller picks: the `seq`th call of `caller` out of `count` choices.
@@ -278,6 +283,14 @@ impl Bench {
     /// Whether a side runs in this run (`--arm` runs one alone, for profiling).
     pub(crate) fn runs(&self, side: Side) -> bool {
         self.settings.single_arm.is_none_or(|arm| arm == side.arm())
+    }
+
+    /// The apistore and kube sides this run measures, one after the other, round
+    /// after round (the rows that compare two caches have no raw side).
+    pub(crate) fn apistore_then_kube(&self) -> impl Iterator<Item = Side> + '_ {
+        (0..self.settings.rounds)
+            .flat_map(|_| [Side::Apistore, Side::Kube])
+            .filter(|&side| self.runs(side))
     }
 
     /// The go arm's answer to one request, off the runtime's async threads.

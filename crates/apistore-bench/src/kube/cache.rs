@@ -438,55 +438,50 @@ impl Bench {
         let mut completed: [Vec<usize>; 2] = [Vec::new(), Vec::new()];
         // What kube's watchers received on average, terminated ones included.
         let mut kube_received = Vec::new();
-        for _ in 0..self.settings.rounds {
-            for side in [Side::Apistore, Side::Kube] {
-                if !self.runs(side) {
-                    continue;
+        for side in self.apistore_then_kube() {
+            let namespace = self.fresh_namespace("kube-watch");
+            let puts = Arc::new(self.watch_puts(&namespace)?);
+            let finished = if side == Side::Apistore {
+                let (_cache, streams) = self.namespace_watches(&namespace, watchers).await?;
+                let base = Instant::now();
+                let readers: Vec<_> = streams
+                    .into_iter()
+                    .map(|events| {
+                        tokio::spawn(read_count(Events::Cache(events), WATCH_WRITES, base))
+                    })
+                    .collect();
+                self.raw_writes(WATCH_WRITES, move |i| Ok(puts[i as usize].clone()))
+                    .await?;
+                let mut finished = Vec::with_capacity(watchers);
+                for reader in readers {
+                    finished.extend(reader.await??);
                 }
-                let namespace = self.fresh_namespace("kube-watch");
-                let puts = Arc::new(self.watch_puts(&namespace)?);
-                let finished = if side == Side::Apistore {
-                    let (_cache, streams) = self.namespace_watches(&namespace, watchers).await?;
-                    let base = Instant::now();
-                    let readers: Vec<_> = streams
-                        .into_iter()
-                        .map(|events| {
-                            tokio::spawn(read_count(Events::Cache(events), WATCH_WRITES, base))
-                        })
-                        .collect();
-                    self.raw_writes(WATCH_WRITES, move |i| Ok(puts[i as usize].clone()))
-                        .await?;
-                    let mut finished = Vec::with_capacity(watchers);
-                    for reader in readers {
-                        finished.extend(reader.await??);
-                    }
-                    finished
-                } else {
-                    let (_, since) = self.filled_kube_cache(go).await?;
-                    Self::ask(
-                        go,
-                        &json!({
-                            "op": "cacheWatch", "keys": [format!("/{RESOURCE}/{namespace}")],
-                            "resourceVersion": since.to_string(), "watchers": watchers,
-                            "count": WATCH_WRITES,
-                        }),
-                    )?;
-                    self.raw_writes(WATCH_WRITES, move |i| Ok(puts[i as usize].clone()))
-                        .await?;
-                    let answer = Self::ask(go, &json!({"op": "cacheWatchWait"}))?;
-                    Self::ask(go, &json!({"op": "cacheStop"}))?;
-                    kube_received.push(answer.objects / watchers.max(1) as u64);
-                    let finished: Vec<_> = answer
-                        .latencies
-                        .iter()
-                        .map(|&s| std::time::Duration::from_secs_f64(s.max(0.0)))
-                        .collect();
-                    finished
-                };
-                completed[usize::from(side == Side::Kube)].push(finished.len());
-                collector.push(side, vec![median_rate(WATCH_WRITES, watchers, &finished)]);
-                self.clear_namespace(&namespace).await?;
-            }
+                finished
+            } else {
+                let (_, since) = self.filled_kube_cache(go).await?;
+                Self::ask(
+                    go,
+                    &json!({
+                        "op": "cacheWatch", "keys": [format!("/{RESOURCE}/{namespace}")],
+                        "resourceVersion": since.to_string(), "watchers": watchers,
+                        "count": WATCH_WRITES,
+                    }),
+                )?;
+                self.raw_writes(WATCH_WRITES, move |i| Ok(puts[i as usize].clone()))
+                    .await?;
+                let answer = Self::ask(go, &json!({"op": "cacheWatchWait"}))?;
+                Self::ask(go, &json!({"op": "cacheStop"}))?;
+                kube_received.push(answer.objects / watchers.max(1) as u64);
+                let finished: Vec<_> = answer
+                    .latencies
+                    .iter()
+                    .map(|&s| std::time::Duration::from_secs_f64(s.max(0.0)))
+                    .collect();
+                finished
+            };
+            completed[usize::from(side == Side::Kube)].push(finished.len());
+            collector.push(side, vec![median_rate(WATCH_WRITES, watchers, &finished)]);
+            self.clear_namespace(&namespace).await?;
         }
         out.rows.push(collector.row(name));
         // A watcher the cache terminated counts as 0 events/s: say how many finished.

@@ -23,19 +23,18 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use apistore_protobuf::{KubeProtobuf, LazyObject};
-use apistore_storage::{Shared, WatchEvent, WatchStream};
-use futures::StreamExt as _;
+use apistore_storage::Shared;
 use serde_json::json;
 
 use super::cache::watchers;
 use super::write_throughput::{STAMP, delay_since, p99, unix_nanos};
-use super::{RESOURCE, node_of};
+use super::{RESOURCE, node_of, pod_value};
 use crate::bench::Bench;
-use crate::cacher::median_rate;
+use crate::cacher::{Events, median_rate, read_added};
 use crate::error::{BenchError, Result};
 use crate::gobench::GoArm;
 use crate::object::ETCD_PREFIX;
-use crate::pod::{pod, pod_name};
+use crate::pod::pod_name;
 use crate::raw::Raw;
 use crate::side_by_side::{Collector, Side, SideBySide, spec};
 use crate::stats::Unit;
@@ -44,8 +43,6 @@ use crate::stats::Unit;
 pub(super) const PACED: &str = "kube cache watchers, paced";
 /// Pods the writer creates a second.
 const PACE: u64 = 200;
-/// How long a watcher may take to receive every Pod of a run.
-const DEADLINE: Duration = Duration::from_secs(120);
 
 /// Pods a run writes: five seconds at the pace (two in a quick run).
 fn writes(quick: bool) -> u64 {
@@ -95,40 +92,35 @@ impl Bench {
         ]);
         let mut completed: [Vec<usize>; 2] = [Vec::new(), Vec::new()];
         let mut paces = Vec::new();
-        for _ in 0..self.settings.rounds {
-            for side in [Side::Apistore, Side::Kube] {
-                if !self.runs(side) {
-                    continue;
-                }
-                let namespace = self.fresh_namespace("kube-paced");
-                let (run, writer) = if side == Side::Apistore {
-                    self.apistore_paced_run(&namespace, watchers, writes)
-                        .await?
-                } else {
-                    self.kube_paced_run(go, &namespace, watchers, writes)
-                        .await?
-                };
-                if run.measured != run.events {
-                    return Err(BenchError::Invalid(format!(
-                        "{PACED}: {side:?}'s watchers received {} Pods, {} with the {STAMP} \
-                         annotation their writer set",
-                        run.events, run.measured
-                    )));
-                }
-                paces.push(writes as f64 / writer.elapsed.as_secs_f64().max(1e-9));
-                completed[usize::from(side == Side::Kube)].push(run.finished.len());
-                let cpu_per_event = run.cpu.as_secs_f64() / run.events.max(1) as f64;
-                collector.push(
-                    side,
-                    vec![
-                        median_rate(writes, watchers, &run.finished),
-                        run.delay_p50,
-                        run.delay_p99,
-                        cpu_per_event,
-                    ],
-                );
-                self.clear_namespace(&namespace).await?;
+        for side in self.apistore_then_kube() {
+            let namespace = self.fresh_namespace("kube-paced");
+            let (run, writer) = if side == Side::Apistore {
+                self.apistore_paced_run(&namespace, watchers, writes)
+                    .await?
+            } else {
+                self.kube_paced_run(go, &namespace, watchers, writes)
+                    .await?
+            };
+            if run.measured != run.events {
+                return Err(BenchError::Invalid(format!(
+                    "{PACED}: {side:?}'s watchers received {} Pods, {} with the {STAMP} \
+                     annotation their writer set",
+                    run.events, run.measured
+                )));
             }
+            paces.push(writes as f64 / writer.elapsed.as_secs_f64().max(1e-9));
+            completed[usize::from(side == Side::Kube)].push(run.finished.len());
+            let cpu_per_event = run.cpu.as_secs_f64() / run.events.max(1) as f64;
+            collector.push(
+                side,
+                vec![
+                    median_rate(writes, watchers, &run.finished),
+                    run.delay_p50,
+                    run.delay_p99,
+                    cpu_per_event,
+                ],
+            );
+            self.clear_namespace(&namespace).await?;
         }
         out.rows.push(collector.row(name));
         let [apistore, kube] = completed.map(|counts| format!("{counts:?}"));
@@ -152,14 +144,28 @@ impl Bench {
         let base = Instant::now();
         let readers: Vec<_> = streams
             .into_iter()
-            .map(|events| tokio::spawn(read_delays(events, writes, base)))
+            .map(|events| {
+                // Per watcher: the Pods it received, and each one's delay from its stamp.
+                let received = (0u64, Vec::with_capacity(writes as usize));
+                tokio::spawn(read_added(
+                    Events::Cache(events),
+                    writes,
+                    base,
+                    received,
+                    |(pods, delays), pod: Shared<LazyObject>| {
+                        *pods += 1;
+                        let stamp = pod.metadata().annotations.get(STAMP);
+                        delays.extend(stamp.and_then(|s| delay_since(s)));
+                    },
+                ))
+            })
             .collect();
         let writer = self.paced_writer(namespace, writes).await?;
         let mut finished = Vec::with_capacity(watchers);
         let mut delays = Vec::with_capacity(watchers * writes as usize);
         let mut events = 0;
         for reader in readers {
-            let (done, received, measured) = reader.await??;
+            let (done, (received, measured)) = reader.await??;
             finished.extend(done);
             events += received;
             delays.extend(measured);
@@ -250,10 +256,8 @@ fn paced_writes(endpoint: &str, namespace: &str, writes: u64) -> Result<Writer> 
         let started = Instant::now();
         for k in 0..writes {
             ticks.tick().await;
-            let mut value = pod(k);
-            value["metadata"]["namespace"] = json!(namespace);
+            let mut value = pod_value(k, namespace, &node_of(k));
             value["metadata"]["annotations"][STAMP] = json!(unix_nanos().to_string());
-            value["spec"]["nodeName"] = json!(node_of(k));
             let key = format!("{ETCD_PREFIX}{RESOURCE}/{namespace}/{}", pod_name(k));
             kv.put(key, kp.encode_value(&value)?, None).await?;
         }
@@ -261,62 +265,9 @@ fn paced_writes(endpoint: &str, namespace: &str, writes: u64) -> Result<Writer> 
     })?;
     drop(runtime);
     Ok(Writer {
-        cpu: thread_cpu(),
+        cpu: crate::cpu::thread_cpu(),
         elapsed,
     })
-}
-
-/// This thread's CPU time since it started.
-fn thread_cpu() -> Duration {
-    let clock = rustix::time::clock_gettime(rustix::time::ClockId::ThreadCPUTime);
-    u64::try_from(clock.tv_sec)
-        .ok()
-        .zip(u32::try_from(clock.tv_nsec).ok())
-        .map_or(Duration::ZERO, |(secs, nanos)| Duration::new(secs, nanos))
-}
-
-/// Reads Added events until `count` arrived, keeping each one's delay from its stamp;
-/// returns when the last arrived (`None` when the cache ended the watch first), the
-/// Added events received and their delays.
-async fn read_delays(
-    mut events: WatchStream<Shared<LazyObject>>,
-    count: u64,
-    base: Instant,
-) -> Result<(Option<Duration>, u64, Vec<f64>)> {
-    let mut delays = Vec::with_capacity(count as usize);
-    let mut seen = 0u64;
-    let read = async {
-        while seen < count {
-            match events.next().await {
-                Some(WatchEvent::Added(pod)) => {
-                    if let Some(delay) = pod
-                        .metadata()
-                        .annotations
-                        .get(STAMP)
-                        .and_then(|s| delay_since(s))
-                    {
-                        delays.push(delay);
-                    }
-                    seen += 1;
-                }
-                Some(WatchEvent::Error(status)) => {
-                    return Err(BenchError::Invalid(format!(
-                        "the cache's watch ended with {status:?}"
-                    )));
-                }
-                Some(_) => {}
-                None => return Ok(None),
-            }
-        }
-        Ok(Some(base.elapsed()))
-    };
-    let outcome = tokio::time::timeout(DEADLINE, read).await;
-    match outcome {
-        Ok(finished) => Ok((finished?, seen, delays)),
-        Err(_) => Err(BenchError::Invalid(format!(
-            "a paced watcher saw fewer than {count} Pods in {DEADLINE:?}"
-        ))),
-    }
 }
 
 #[cfg(test)]
