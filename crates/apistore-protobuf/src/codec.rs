@@ -209,13 +209,17 @@ where
     fn decode(&self, data: &[u8]) -> Result<T, CodecError> {
         if is_protobuf(data) {
             // A k8s-openapi resource by its generated code (the same object, two to
-            // three times faster); any other T straight from the protobuf through
-            // serde. Neither has JSON text in between.
+            // three times faster); a DynamicObject through the walk's value tree (no
+            // serde visitor calls: 45 µs a bench Pod against 49); any other T
+            // straight from the protobuf through serde. None has JSON text between.
+            let kp = self.protobuf();
             #[cfg(feature = "k8s-openapi")]
-            let decoded = crate::typed::decode_generated::<T>(self.protobuf(), data)
-                .unwrap_or_else(|| self.protobuf().decode(data));
+            let decoded = crate::typed::decode_generated::<T>(kp, data)
+                .or_else(|| crate::dynamic::decode_if_dynamic::<T>(kp, data))
+                .unwrap_or_else(|| kp.decode(data));
             #[cfg(not(feature = "k8s-openapi"))]
-            let decoded = self.protobuf().decode(data);
+            let decoded =
+                crate::dynamic::decode_if_dynamic::<T>(kp, data).unwrap_or_else(|| kp.decode(data));
             let object = decoded.map_err(|e| CodecError::Decode(Box::new(e)))?;
             if let Some(observer) = &self.observer {
                 if let Some(read) = self.protobuf().partial_read(data) {

@@ -1,39 +1,56 @@
 //! Protobuf -> Go JSON: walks an object's protobuf as its Go type's generated
-//! `Unmarshal` would, and writes the JSON text `encoding/json.Marshal` would write for
-//! the resulting Go value, straight into a `Vec<u8>` (no intermediate tree).
+//! `Unmarshal` would, and writes the JSON `encoding/json.Marshal` would write for
+//! the resulting Go value into a [`Sink`]: the text itself, straight into a `Vec<u8>`,
+//! or the `serde_json::Value` read from it (no text in between).
 //!
 //! Which fields come out and how (Go declaration order, `omitempty`, `null`, inline
 //! structs, map keys sorted) is decided in `walk.rs`; what the hand-written special
-//! types mean is in `special.rs`. This file only writes the text. The serde
+//! types mean is in `special.rs`. This file only writes the values. The serde
 //! `Deserializer` in `de.rs` follows the same answers without writing any.
-
-use base64::Engine as _;
 
 pub(crate) use crate::walk::MAX_DEPTH;
 
 use crate::error::{ProtobufError, Step, format_path};
-use crate::json_write::{write_compact, write_f64, write_int, write_str};
 use crate::schema::{Message, Schema, Special, Ty};
+use crate::sink::{JsonText, Sink};
 use crate::special::{SpecialValue, interpret};
-use crate::walk::{Entries, Segs, Slot, collect, is_empty_wrapped, map_entries, slot};
+use crate::walk::{
+    Entries, FieldWalk, Segs, Slot, collect_into, is_empty_wrapped, map_entries, slot,
+};
 use crate::wire::{WireVal, read_varint};
 
-pub(crate) struct Decoder<'s> {
+pub(crate) struct Decoder<'s, 'a, S: Sink = JsonText> {
     schema: &'s Schema,
     kind: &'s str,
-    pub(crate) out: Vec<u8>,
+    pub(crate) out: S,
     path: Vec<Step<'s>>,
     depth: usize,
+    /// Field lists of messages written, for the next message to reuse.
+    spare: Vec<Entries<'a>>,
 }
 
-impl<'s> Decoder<'s> {
+impl<'s> Decoder<'s, '_> {
+    /// A decoder writing Go's JSON text, with room for about `size_hint` bytes of
+    /// protobuf.
     pub(crate) fn new(schema: &'s Schema, kind: &'s str, size_hint: usize) -> Self {
+        Self::with_sink(
+            schema,
+            kind,
+            JsonText(Vec::with_capacity(size_hint * 2 + 64)),
+        )
+    }
+}
+
+impl<'s, 'a, S: Sink> Decoder<'s, 'a, S> {
+    /// A decoder writing into `out`.
+    pub(crate) fn with_sink(schema: &'s Schema, kind: &'s str, out: S) -> Self {
         Self {
             schema,
             kind,
-            out: Vec::with_capacity(size_hint * 2 + 64),
+            out,
             path: Vec::new(),
             depth: 0,
+            spare: Vec::new(),
         }
     }
 
@@ -45,49 +62,59 @@ impl<'s> Decoder<'s> {
         }
     }
 
-    /// Writes the top-level object, with kind and apiVersion from the envelope.
+    /// Writes the top-level object from its bytes (or their parts: a lazy object's
+    /// with the metadata cut out), with kind and apiVersion from the envelope.
     pub(crate) fn object(
         &mut self,
         m: &'s Message,
-        raw: &[u8],
+        parts: &[&'a [u8]],
         api_version: &str,
     ) -> Result<(), ProtobufError> {
-        let entries = self.collect(m, &[raw])?;
-        self.out.push(b'{');
+        let entries = self.collect(m, parts)?;
+        self.out.begin_object();
         let mut first = true;
         self.fields(m, &entries, Some((self.kind, api_version)), &mut first)?;
-        self.out.push(b'}');
+        self.out.end_object();
+        self.recycle(entries);
         Ok(())
     }
 
-    fn collect<'a>(&self, m: &Message, segs: &[&'a [u8]]) -> Result<Entries<'a>, ProtobufError> {
-        collect(m, segs).map_err(|e| self.err(e))
+    /// The known fields of `m`, in a list a written message left rather than a new
+    /// one (a Pod has dozens of messages).
+    fn collect(&mut self, m: &Message, segs: &[&'a [u8]]) -> Result<Entries<'a>, ProtobufError> {
+        let mut entries = self.spare.pop().unwrap_or_default();
+        match collect_into(m, segs, &mut entries) {
+            Ok(()) => Ok(entries),
+            Err(e) => Err(self.err(e)),
+        }
+    }
+
+    /// Hands a message's field list back for reuse.
+    fn recycle(&mut self, entries: Entries<'a>) {
+        self.spare.push(entries);
     }
 
     fn key(&mut self, name: &str, first: &mut bool) {
         if !*first {
-            self.out.push(b',');
+            self.out.comma();
         }
         *first = false;
-        write_str(&mut self.out, name.as_bytes());
-        self.out.push(b':');
+        self.out.field(name);
     }
 
     /// Writes the fields of `m` into the object being written (inline structs share it).
     fn fields(
         &mut self,
         m: &'s Message,
-        entries: &[(usize, WireVal<'_>)],
+        entries: &[(usize, WireVal<'a>)],
         top: Option<(&str, &str)>,
         first: &mut bool,
     ) -> Result<(), ProtobufError> {
-        let mut cursor = 0;
-        for (i, f) in m.fields.iter().enumerate() {
-            let start = cursor;
-            while cursor < entries.len() && entries[cursor].0 == i {
-                cursor += 1;
-            }
-            let vals = &entries[start..cursor];
+        let mut walk = FieldWalk::default();
+        while let Some((i, range)) = walk.next(m, entries) {
+            let (Some(f), Some(vals)) = (m.fields.get(i), entries.get(range)) else {
+                break;
+            };
             if f.inline {
                 let Ty::Msg(child) = f.ty else {
                     return Err(self.err(format!("inline field of non-struct type in {}", m.name)));
@@ -98,7 +125,7 @@ impl<'s> Decoder<'s> {
                         for (name, v) in [("kind", kind), ("apiVersion", av)] {
                             if !v.is_empty() {
                                 self.key(name, first);
-                                write_str(&mut self.out, v.as_bytes());
+                                self.out.str(v.as_bytes());
                             }
                         }
                     }
@@ -107,6 +134,7 @@ impl<'s> Decoder<'s> {
                 self.enter()?;
                 let ce = self.collect(cm, Segs::of(vals).as_slice())?;
                 self.fields(cm, &ce, None, first)?;
+                self.recycle(ce);
                 self.depth -= 1;
                 continue;
             }
@@ -125,11 +153,11 @@ impl<'s> Decoder<'s> {
     /// Writes what a field, map value or pointer target holds.
     fn slot(
         &mut self,
-        s: Slot<'s, '_>,
-        vals: &[(usize, WireVal<'_>)],
+        s: Slot<'s, 'a>,
+        vals: &[(usize, WireVal<'a>)],
     ) -> Result<(), ProtobufError> {
         match s {
-            Slot::Null => self.out.extend_from_slice(b"null"),
+            Slot::Null => self.out.null(),
             Slot::Zero(ty) => self.zero_scalar(ty),
             Slot::Scalar(ty, v) => self.scalar(ty, v)?,
             Slot::Elements(inner) => self.elements(inner, vals)?,
@@ -141,15 +169,15 @@ impl<'s> Decoder<'s> {
     }
 
     fn zero_scalar(&mut self, ty: &Ty) {
-        self.out.extend_from_slice(match ty {
-            Ty::Str => b"\"\"",
-            Ty::Bool => b"false",
-            _ => b"0",
-        });
+        match ty {
+            Ty::Str => self.out.str(b""),
+            Ty::Bool => self.out.bool(false),
+            _ => self.out.int(0),
+        }
     }
 
     /// Writes a value known to be present (a non-nil pointer's target, a map value).
-    fn present(&mut self, ty: &'s Ty, vals: &[(usize, WireVal<'_>)]) -> Result<(), ProtobufError> {
+    fn present(&mut self, ty: &'s Ty, vals: &[(usize, WireVal<'a>)]) -> Result<(), ProtobufError> {
         match ty {
             Ty::Msg(id) => self.message(*id, Segs::of(vals).as_slice()),
             _ => match vals.last() {
@@ -161,21 +189,13 @@ impl<'s> Decoder<'s> {
 
     fn scalar(&mut self, ty: &Ty, v: WireVal<'_>) -> Result<(), ProtobufError> {
         match (ty, v) {
-            (Ty::Str, WireVal::Bytes(b)) => write_str(&mut self.out, b),
-            (Ty::Bytes, WireVal::Bytes(b)) => {
-                self.out.push(b'"');
-                let s = base64::engine::general_purpose::STANDARD.encode(b);
-                self.out.extend_from_slice(s.as_bytes());
-                self.out.push(b'"');
-            }
-            (Ty::Bool, WireVal::Varint(x)) => {
-                self.out
-                    .extend_from_slice(if x != 0 { b"true" } else { b"false" });
-            }
-            (Ty::I32, WireVal::Varint(x)) => write_int(&mut self.out, i64::from(x as i32)),
-            (Ty::I64, WireVal::Varint(x)) => write_int(&mut self.out, x as i64),
+            (Ty::Str, WireVal::Bytes(b)) => self.out.str(b),
+            (Ty::Bytes, WireVal::Bytes(b)) => self.out.bytes(b),
+            (Ty::Bool, WireVal::Varint(x)) => self.out.bool(x != 0),
+            (Ty::I32, WireVal::Varint(x)) => self.out.int(i64::from(x as i32)),
+            (Ty::I64, WireVal::Varint(x)) => self.out.int(x as i64),
             (Ty::F64, WireVal::Fixed64(x)) => {
-                write_f64(&mut self.out, f64::from_bits(x)).map_err(|e| self.err(e))?;
+                self.out.f64(f64::from_bits(x)).map_err(|e| self.err(e))?;
             }
             _ => return Err(self.err("value does not match the field's type")),
         }
@@ -185,9 +205,9 @@ impl<'s> Decoder<'s> {
     fn elements(
         &mut self,
         inner: &'s Ty,
-        vals: &[(usize, WireVal<'_>)],
+        vals: &[(usize, WireVal<'a>)],
     ) -> Result<(), ProtobufError> {
-        self.out.push(b'[');
+        self.out.begin_array();
         let mut idx = 0;
         for (_, v) in vals {
             match (inner, v) {
@@ -226,39 +246,41 @@ impl<'s> Decoder<'s> {
                 _ => return Err(self.err("unsupported repeated element type")),
             }
         }
-        self.out.push(b']');
+        self.out.end_array();
         Ok(())
     }
 
     fn sep(&mut self, idx: usize) {
         if idx > 0 {
-            self.out.push(b',');
+            self.out.comma();
         }
     }
 
-    fn map(&mut self, inner: &'s Ty, vals: &[(usize, WireVal<'_>)]) -> Result<(), ProtobufError> {
+    fn map(&mut self, inner: &'s Ty, vals: &[(usize, WireVal<'a>)]) -> Result<(), ProtobufError> {
         let entries = map_entries(inner, vals).map_err(|e| self.err(e))?;
-        self.out.push(b'{');
+        self.out.begin_object();
         for (i, (k, v)) in entries.iter().enumerate() {
             self.sep(i);
-            write_str(&mut self.out, k);
-            self.out.push(b':');
+            self.out.key(k);
             self.path
                 .push(Step::Key(String::from_utf8_lossy(k).into_owned()));
             let empty_wrapped =
                 is_empty_wrapped(self.schema, inner, *v).map_err(|e| self.err(e))?;
             match (inner, v) {
-                _ if empty_wrapped => self.out.extend_from_slice(b"[]"),
+                _ if empty_wrapped => {
+                    self.out.begin_array();
+                    self.out.end_array();
+                }
                 (Ty::Msg(id), Some(WireVal::Bytes(b))) => self.message(*id, &[b])?,
                 (Ty::Msg(id), None) => self.message(*id, &[])?,
                 // A missing []byte value is Go's mapvalue := []byte{}: "".
-                (Ty::Bytes, None) => self.out.extend_from_slice(b"\"\""),
+                (Ty::Bytes, None) => self.out.str(b""),
                 (_, None) => self.zero_scalar(inner),
                 (_, Some(v)) => self.scalar(inner, *v)?,
             }
             self.path.pop();
         }
-        self.out.push(b'}');
+        self.out.end_object();
         Ok(())
     }
 
@@ -271,31 +293,27 @@ impl<'s> Decoder<'s> {
     }
 
     /// Writes a struct value from its merged segments (none: the zero value).
-    fn message(&mut self, id: usize, segs: &[&[u8]]) -> Result<(), ProtobufError> {
+    fn message(&mut self, id: usize, segs: &[&'a [u8]]) -> Result<(), ProtobufError> {
         self.enter()?;
         let schema = self.schema;
         let m = &schema.messages[id];
         match m.special {
             Special::None | Special::TypeMeta => {
                 let entries = self.collect(m, segs)?;
-                self.out.push(b'{');
+                self.out.begin_object();
                 let mut first = true;
                 self.fields(m, &entries, None, &mut first)?;
-                self.out.push(b'}');
+                self.out.end_object();
+                self.recycle(entries);
             }
             _ => match interpret(m, segs).map_err(|e| self.err(e))? {
-                SpecialValue::Null => self.out.extend_from_slice(b"null"),
-                SpecialValue::Quoted(text) => self.out.extend_from_slice(&text),
-                SpecialValue::Text(s) => write_str(&mut self.out, s.as_bytes()),
-                SpecialValue::Str(b) => write_str(&mut self.out, b),
-                SpecialValue::Int(v) => write_int(&mut self.out, v),
-                SpecialValue::Bool(b) => {
-                    self.out
-                        .extend_from_slice(if b { b"true" } else { b"false" })
-                }
-                SpecialValue::Raw(b) => {
-                    write_compact(&mut self.out, b).map_err(|e| self.err(e))?;
-                }
+                SpecialValue::Null => self.out.null(),
+                SpecialValue::Quoted(text) => self.out.quoted(text).map_err(|e| self.err(e))?,
+                SpecialValue::Text(s) => self.out.text(s),
+                SpecialValue::Str(b) => self.out.str(b),
+                SpecialValue::Int(v) => self.out.int(v),
+                SpecialValue::Bool(b) => self.out.bool(b),
+                SpecialValue::Raw(b) => self.out.raw(b).map_err(|e| self.err(e))?,
                 SpecialValue::Present(ty, vals) => self.present(ty, &vals)?,
                 SpecialValue::Elements(inner, vals) => self.elements(inner, &vals)?,
             },

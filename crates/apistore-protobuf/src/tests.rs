@@ -254,7 +254,7 @@ fn nesting_depth_bombs_are_refused() {
     }
     let mut dec = crate::decode::Decoder::new(schema, "CustomResourceDefinition", inner.len());
     let err = dec
-        .object(m, &inner, "apiextensions.k8s.io/v1")
+        .object(m, &[&inner], "apiextensions.k8s.io/v1")
         .unwrap_err();
     assert!(err.to_string().contains("nested deeper than 100"), "{err}");
     assert!(

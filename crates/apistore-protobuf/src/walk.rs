@@ -61,6 +61,46 @@ fn wrong_wire_type(m: &Message, idx: usize, tag: u32, val: &WireVal<'_>) -> Stri
     )
 }
 
+/// How far a walk of one message's fields has come: the next field index to look
+/// at, the first entry not yet consumed, and the first of `visit_absent` not yet
+/// looked at.
+#[derive(Debug, Default)]
+pub(crate) struct FieldWalk {
+    field: usize,
+    cursor: usize,
+    absent: usize,
+}
+
+impl FieldWalk {
+    /// The next field to look at and the range of its entries in `entries`: the
+    /// next present one or the next that Go writes even when absent, whichever comes
+    /// first (the others would be left out).
+    #[inline]
+    pub(crate) fn next(
+        &mut self,
+        m: &Message,
+        entries: &[(usize, WireVal<'_>)],
+    ) -> Option<(usize, std::ops::Range<usize>)> {
+        let va = &m.visit_absent;
+        while va.get(self.absent).is_some_and(|&i| i < self.field) {
+            self.absent += 1;
+        }
+        let present = entries.get(self.cursor).map(|e| e.0);
+        let absent = va.get(self.absent).copied();
+        let i = match (present, absent) {
+            (Some(p), Some(a)) => p.min(a),
+            (Some(i), None) | (None, Some(i)) => i,
+            (None, None) => return None,
+        };
+        self.field = i + 1;
+        let start = self.cursor;
+        while entries.get(self.cursor).is_some_and(|e| e.0 == i) {
+            self.cursor += 1;
+        }
+        Some((i, start..self.cursor))
+    }
+}
+
 /// The segments of a nested message: every length-delimited occurrence, merged.
 /// One occurrence (by far the common case) needs no allocation.
 #[derive(Debug, Clone)]
@@ -128,6 +168,12 @@ pub(crate) enum Slot<'s, 'a> {
 
 /// Whether Go's JSON leaves the field out (`None`) and what it writes otherwise, for
 /// a non-inline field of type `ty` with these occurrences.
+///
+/// Inlined: asked of every field a walk visits, and its answer returned through
+/// memory was read back before it had been written whole (a store-forwarding stall
+/// per field; `decode_to_json` of the bench's Pod took 30.5 µs with the call, 25.5
+/// µs without).
+#[inline(always)]
 pub(crate) fn slot<'s, 'a>(
     schema: &'s Schema,
     ty: &'s Ty,

@@ -3,7 +3,8 @@
 //! For every golden case, deserializing straight from the protobuf must give what
 //! `serde_json` reads from `decode_to_json`'s text (itself byte-for-byte Go's, see
 //! `golden.rs`): as a `serde_json::Value`, as apistore's `DynamicObject` (serde's
-//! `flatten` buffering), and as k8s-openapi types. Where `serde_json` refuses the
+//! `flatten` buffering), and as k8s-openapi types; so must the value tree
+//! (`decode_to_value`) and the storage codec's `DynamicObject`, built from it. Where `serde_json` refuses the
 //! text for a type, the direct path must refuse too. Then hostile bytes: random
 //! object bytes never panic, and whenever the JSON path decodes them, the direct path
 //! gives the same value.
@@ -116,6 +117,15 @@ fn assert_all<T>(only: Option<&str>) -> usize
 where
     T: DeserializeOwned + PartialEq + Debug,
 {
+    assert_every(only, |kp, _, stored| compare::<T>(kp, stored))
+}
+
+/// Runs `check` on every golden case (of fixture file `only`, if given) and fails
+/// with every case it describes as failed. Returns the number of cases.
+fn assert_every(
+    only: Option<&str>,
+    check: impl Fn(&KubeProtobuf, KubeVersion, &[u8]) -> Option<String>,
+) -> usize {
     let mut failures = Vec::new();
     let mut n = 0;
     for (version, dir) in fixture_sets() {
@@ -126,7 +136,7 @@ where
             }
             for (name, stored) in cases(&f) {
                 n += 1;
-                if let Some(why) = compare::<T>(kp, &stored) {
+                if let Some(why) = check(kp, version, &stored) {
                     failures.push(format!(
                         "{version} {} {} [{name}]: {why}",
                         f.api_version, f.kind
@@ -194,6 +204,52 @@ fn the_storage_codec_decodes_protobuf_without_json_text() {
             assert_eq!(codec.decode(&stored).unwrap(), want, "{version} {name}");
         }
     }
+}
+
+/// `decode_to_value` and the codec's `DynamicObject` (built from that value tree)
+/// against `serde_json` over the text, and against the serde path: equal when the
+/// text reads, an error when the text cannot be written. Returns a failure.
+fn compare_tree(kp: &KubeProtobuf, version: KubeVersion, stored: &[u8]) -> Option<String> {
+    let codec = StorageCodec::<DynamicObject>::for_kube(MediaType::Protobuf, version);
+    let (tree, object) = (kp.decode_to_value(stored), codec.decode(stored));
+    let Ok(json) = kp.decode_to_json(stored) else {
+        return match (tree.is_ok(), object.is_ok()) {
+            (false, false) => None,
+            _ => Some("decode_to_json fails but the value tree decodes".to_owned()),
+        };
+    };
+    let want: Value = match serde_json::from_slice(&json) {
+        Ok(v) => v,
+        Err(e) => return Some(format!("serde_json refuses decode_to_json's text: {e}")),
+    };
+    match tree {
+        Ok(got) if got == want => {}
+        Ok(got) => return Some(format!("value tree differs:\n want {want}\n  got {got}")),
+        Err(e) => return Some(format!("value tree fails: {e}")),
+    }
+    match (serde_json::from_slice::<DynamicObject>(&json), object) {
+        (Ok(want), Ok(got)) if want == got => {}
+        (Ok(want), Ok(got)) => {
+            return Some(format!(
+                "DynamicObject differs:\n want {want:?}\n  got {got:?}"
+            ));
+        }
+        (Ok(_), Err(e)) => return Some(format!("the codec's DynamicObject fails: {e}")),
+        (Err(_), Ok(_)) => {
+            return Some("serde_json refuses the DynamicObject, the codec reads it".to_owned());
+        }
+        (Err(_), Err(_)) => {}
+    }
+    // The serde path's DynamicObject is the codec's old answer: the same object.
+    let codec_again = codec.decode(stored).ok();
+    let serde = kp.decode::<DynamicObject>(stored).ok();
+    (codec_again != serde).then(|| "the codec and the serde path differ".to_owned())
+}
+
+#[test]
+fn every_golden_case_decodes_to_a_value_tree_and_dynamic_object_equal_to_its_json() {
+    let n = assert_every(None, compare_tree);
+    eprintln!("{n} cases as a value tree and the codec's DynamicObject: all equal");
 }
 
 #[test]
@@ -277,6 +333,28 @@ proptest! {
                 prop_assert_eq!(direct.ok(), Some(want));
             }
         }
+    }
+
+    #[test]
+    fn random_object_bytes_decode_to_the_same_value_tree_as_through_the_text(
+        body in proptest::collection::vec(any::<u8>(), 0..512),
+        kind in prop::sample::select(vec!["Pod", "ConfigMap", "Secret", "Service", "Node", "Endpoints"]),
+    ) {
+        let stored = envelope(kind, &body);
+        let kp = KubeProtobuf::k8s_1_31();
+        let tree = kp.decode_to_value(&stored);
+        match kp.decode_to_json(&stored) {
+            Ok(json) => {
+                if let Ok(want) = serde_json::from_slice::<Value>(&json) {
+                    prop_assert_eq!(tree.ok(), Some(want));
+                }
+            }
+            Err(_) => prop_assert!(tree.is_err()),
+        }
+        prop_assert_eq!(
+            kp.decode_dynamic(&stored).ok(),
+            kp.decode::<DynamicObject>(&stored).ok()
+        );
     }
 
     #[test]

@@ -6,7 +6,7 @@
 //! put the same decodes next to Go's in a full run.
 //!
 //! `cargo run --release -p apistore-bench --bin decode -- [--objects N] [--rounds N]
-//! [--only dynamic|typed|typed-direct|lazy|lazy+body|value|json|encode|...]`; `--only` with `--rounds 0 --seconds S` loops
+//! [--only dynamic|typed|typed-direct|lazy|lazy+body|value|value-tree|text|json|encode|...]`; `--only` with `--rounds 0 --seconds S` loops
 //! that one decode for S seconds and prints nothing per round, for `perf record`.
 //!
 //! Besides the time of a decode whose object is dropped at once (what the kube section
@@ -18,8 +18,11 @@
 //! `typed-direct` (`KubeProtobuf::decode_k8s`: the same `Pod` by the generated code), `lazy` (`LazyCodec`: the
 //! metadata decoded, the stored bytes kept), `lazy+body` (the same with its body read
 //! and cached, what a caller of the spec pays), `value` (into a
-//! `serde_json::Value`), and `json` (Go's JSON of the same Pod read by `serde_json`
-//! into `DynamicObject`: the figure protobuf is to match).
+//! `serde_json::Value` through serde), `value-tree` (`KubeProtobuf::decode_to_value`:
+//! the same value built by the walk itself, what a `DynamicObject` is made from),
+//! `text` (`decode_to_json`: Go's JSON text, no tree), and `json` (Go's JSON of the
+//! same Pod read by `serde_json` into `DynamicObject`: the figure protobuf is to
+//! match).
 //!
 //! Two more rows are not decodes: `clone-dynamic` and `clone-typed` clone an already
 //! decoded `DynamicObject` resp. typed `Pod`, building the same heap tree a decode must
@@ -53,13 +56,15 @@ static ALLOCATOR: alloc::CountingAllocator = alloc::CountingAllocator;
 type BoxError = Box<dyn std::error::Error + Send + Sync>;
 
 /// The representations, in the order each round decodes them.
-const REPRESENTATIONS: [&str; 10] = [
+const REPRESENTATIONS: [&str; 12] = [
     "typed",
     "typed-direct",
     "dynamic",
     "lazy",
     "lazy+body",
     "value",
+    "value-tree",
+    "text",
     "json",
     "clone-typed",
     "clone-dynamic",
@@ -155,6 +160,16 @@ fn decode_all(
         "value" => {
             for value in &values.protobuf {
                 hold(Box::new(kp.decode::<serde_json::Value>(value)?));
+            }
+        }
+        "value-tree" => {
+            for value in &values.protobuf {
+                hold(Box::new(kp.decode_to_value(value)?));
+            }
+        }
+        "text" => {
+            for value in &values.protobuf {
+                hold(Box::new(kp.decode_to_json(value)?));
             }
         }
         "encode" => {

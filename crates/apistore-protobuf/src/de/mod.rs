@@ -48,24 +48,11 @@ pub(crate) fn deserialize<'de, T: de::Deserialize<'de>>(
     raw: &'de [u8],
     api_version: &'de str,
 ) -> Result<T, ProtobufError> {
-    deserialize_parts(schema, kind, m, Segs::One(raw), api_version)
-}
-
-/// [`deserialize`] of a top-level object whose fields are in several segments (the
-/// object's protobuf with some fields cut out: a lazy object's body without its
-/// metadata).
-pub(crate) fn deserialize_parts<'de, T: de::Deserialize<'de>>(
-    schema: &'de Schema,
-    kind: &'de str,
-    m: &'de Message,
-    parts: Segs<'de>,
-    api_version: &'de str,
-) -> Result<T, ProtobufError> {
     deserialize_val(
         schema,
         kind,
         PathStep::Root,
-        Val::Top(m, parts, api_version),
+        Val::Top(m, Segs::One(raw), api_version),
     )
 }
 

@@ -7,18 +7,14 @@ use super::Ctx;
 use super::error::{DeError, Path, PathStep};
 use super::value::{Val, ValueDe, from_slot};
 use crate::schema::{Message, Special, Ty};
-use crate::walk::{Entries, MAX_DEPTH, Segs, Slot, slot};
+use crate::walk::{Entries, FieldWalk, MAX_DEPTH, Segs, Slot, slot};
 
 /// One frame of a struct's fields: the struct itself, or an inline struct within it.
 pub(super) struct Frame<'de> {
     pub(super) m: &'de Message,
     pub(super) entries: Entries<'de>,
-    /// The next field index to look at.
-    pub(super) field: usize,
-    /// The first entry not yet consumed.
-    pub(super) cursor: usize,
-    /// The first of `m.visit_absent` not yet looked at.
-    pub(super) absent: usize,
+    /// How far the frame's fields have been walked.
+    walk: FieldWalk,
 }
 
 impl<'de> Frame<'de> {
@@ -26,28 +22,8 @@ impl<'de> Frame<'de> {
         Self {
             m,
             entries,
-            field: 0,
-            cursor: 0,
-            absent: 0,
+            walk: FieldWalk::default(),
         }
-    }
-
-    /// The next field to look at: the next present one or the next that Go writes
-    /// even when absent, whichever comes first (the others would be left out).
-    fn next_field(&mut self) -> Option<usize> {
-        let va = &self.m.visit_absent;
-        while va.get(self.absent).is_some_and(|&i| i < self.field) {
-            self.absent += 1;
-        }
-        let present = self.entries.get(self.cursor).map(|e| e.0);
-        let absent = va.get(self.absent).copied();
-        let i = match (present, absent) {
-            (Some(p), Some(a)) => p.min(a),
-            (Some(i), None) | (None, Some(i)) => i,
-            (None, None) => return None,
-        };
-        self.field = i + 1;
-        Some(i)
     }
 }
 
@@ -128,7 +104,7 @@ impl<'de> MapAccess<'de> for StructAccess<'_, 'de> {
             }
             let fi = self.inline.len();
             let frame = self.inline.last_mut().unwrap_or(&mut self.root);
-            let Some(i) = frame.next_field() else {
+            let Some((i, range)) = frame.walk.next(frame.m, &frame.entries) else {
                 match self.inline.pop() {
                     Some(done) => {
                         self.ctx.give_back(done.entries);
@@ -140,11 +116,7 @@ impl<'de> MapAccess<'de> for StructAccess<'_, 'de> {
             let Some(f) = frame.m.fields.get(i) else {
                 return Ok(None);
             };
-            let start = frame.cursor;
-            while frame.entries.get(frame.cursor).is_some_and(|e| e.0 == i) {
-                frame.cursor += 1;
-            }
-            let end = frame.cursor;
+            let (start, end) = (range.start, range.end);
             if f.inline {
                 let Ty::Msg(child) = f.ty else {
                     return Err(self.ctx.err(

@@ -64,7 +64,6 @@ use std::sync::OnceLock;
 
 use apistore_storage::{ApiObject, DynamicObject, MetaAccessor, ObjectMeta};
 use bytes::Bytes;
-use serde::de::{Deserialize, Deserializer, IgnoredAny, MapAccess, Visitor};
 use serde_json::{Map, Value};
 
 pub use codec::LazyCodec;
@@ -365,13 +364,26 @@ impl LazyObject {
 
 impl Stored {
     /// Decodes the body: the object's protobuf with its metadata fields cut out,
-    /// walked as a whole object's would be.
+    /// walked into a value tree as a whole object's would be, `apiVersion`, `kind`
+    /// and `metadata` (the zero value the walk writes for the cut-out field) taken
+    /// out.
     fn decode_body(&self) -> Result<Body> {
         let (av, kind_name, m, raw) = self.protobuf.open(&self.bytes)?;
         let (_, layout) = split(kind_name, m, raw)?;
-        let body: BodyOnly =
-            pb_de::deserialize_parts(&self.protobuf.schema, kind_name, m, layout.rest_segs(), av)?;
-        Ok(body.0)
+        let tree = self
+            .protobuf
+            .value_of(kind_name, m, layout.rest_segs().as_slice(), av)?;
+        let Value::Object(mut body) = tree else {
+            return Err(ProtobufError::Decode {
+                kind: kind_name.to_owned(),
+                path: ".".to_owned(),
+                reason: "the object's walk wrote no JSON object".to_owned(),
+            });
+        };
+        for name in ["apiVersion", "kind", "metadata"] {
+            body.remove(name);
+        }
+        Ok(body)
     }
 }
 
@@ -450,44 +462,5 @@ impl fmt::Debug for LazyObject {
             .field("body_decoded", &self.is_body_decoded())
             .field("body_owned", &self.is_body_owned())
             .finish()
-    }
-}
-
-/// A body read from a whole object's fields, `apiVersion`, `kind` and `metadata`
-/// skipped (the metadata was cut out of the bytes; what the walk presents for it is
-/// its zero value).
-struct BodyOnly(Body);
-
-impl<'de> Deserialize<'de> for BodyOnly {
-    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> std::result::Result<Self, D::Error> {
-        struct BodyVisitor;
-
-        impl<'de> Visitor<'de> for BodyVisitor {
-            type Value = BodyOnly;
-
-            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                f.write_str("an object")
-            }
-
-            fn visit_map<A: MapAccess<'de>>(
-                self,
-                mut map: A,
-            ) -> std::result::Result<BodyOnly, A::Error> {
-                let mut body = Body::new();
-                while let Some(key) = map.next_key::<String>()? {
-                    match key.as_str() {
-                        "apiVersion" | "kind" | "metadata" => {
-                            map.next_value::<IgnoredAny>()?;
-                        }
-                        _ => {
-                            body.insert(key, map.next_value::<Value>()?);
-                        }
-                    }
-                }
-                Ok(BodyOnly(body))
-            }
-        }
-
-        deserializer.deserialize_map(BodyVisitor)
     }
 }

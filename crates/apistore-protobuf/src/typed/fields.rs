@@ -273,9 +273,16 @@ pub(crate) fn list_msg<T: Message, S: Many<T>>(
         return Err(wrong_wire(value));
     };
     let list = slot.list();
-    let mut element = T::default();
-    merge(&mut element, raw, cx).map_err(|e| e.index(list.len()))?;
-    push(list, element);
+    // The element is built where it will stay: a struct decoded on the stack and then
+    // pushed is copied whole (a `Volume` is over 3 KiB), and those copies were a
+    // twentieth of a Pod's decode.
+    let index = list.len();
+    push(list, T::default());
+    if let Err(e) = merge(&mut list[index], raw, cx) {
+        // No half-decoded element is left behind in the list.
+        list.pop();
+        return Err(e.index(index));
+    }
     Ok(())
 }
 
