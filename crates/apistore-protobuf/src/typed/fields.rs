@@ -274,8 +274,7 @@ pub(crate) fn list_msg<T: Message, S: Many<T>>(
     };
     let list = slot.list();
     // The element is built where it will stay: a struct decoded on the stack and then
-    // pushed is copied whole (a `Volume` is over 3 KiB), and those copies were a
-    // twentieth of a Pod's decode.
+    // pushed is copied whole (a `Volume` is over 3 KiB).
     let index = list.len();
     push(list, T::default());
     if let Err(e) = merge(&mut list[index], raw, cx) {
