@@ -13,7 +13,7 @@
 use std::collections::{BTreeMap, HashMap};
 
 use apistore::{ApiStore, StorageLayout};
-use apistore_snapshot::IndexedRevision;
+use apistore_snapshot::mvcc::Revision;
 use bytes::Bytes;
 use serde::Serialize;
 
@@ -88,15 +88,16 @@ pub(crate) async fn online(
     let store = crate::commands::raw_store(api, global, prefix);
     let entries = store.raw_entries(prefix.unwrap_or_default(), 0).await?;
     let path_prefix = store.path_prefix().to_owned();
-    let stored = entries.into_iter().map(|entry| {
-        Ok(Stored {
+    let mut tally = Tally::new(Layers::Online(api), args);
+    for entry in entries {
+        tally.add(Stored {
             etcd_key: format!("{path_prefix}{}", entry.key),
             key: entry.key,
             value: Some(entry.value),
             revision_bytes: None,
-        })
-    });
-    report(global, args, Layers::Online(api), stored)
+        });
+    }
+    tally.print(global)
 }
 
 /// `--snapshot FILE analyze`: the values at the file's last revision, and the bytes of
@@ -112,68 +113,77 @@ pub(crate) fn offline(
         "{path_prefix}{}",
         args.key_prefix.as_deref().unwrap_or_default()
     );
-    // Every revision of every key under the prefix, read in revision order: the file
-    // keeps values by revision, so this reads each page once (in key order, the reads
-    // jump about the file and the page cache cannot help). A key is reported at its
-    // last revision, when all of its revisions have been counted; memory stays at the
-    // index, the running sums of the keys not yet reported, and one value.
-    let mut visits: Vec<(IndexedRevision, &Bytes, bool)> = Vec::new();
-    for (key, revisions) in snapshot.keys_under(prefix.as_bytes()) {
-        let last = revisions.len().saturating_sub(1);
-        visits.extend(
-            revisions
-                .iter()
-                .enumerate()
-                .map(|(i, at)| (*at, key, i == last)),
-        );
-    }
-    visits.sort_unstable_by_key(|(at, _, _)| at.revision);
-    let mut sums: HashMap<&Bytes, u64> = HashMap::new();
-    let stored = visits.into_iter().filter_map(move |(at, key, last)| {
-        let value = if at.tombstone {
-            None
-        } else {
-            match snapshot.read(key, at) {
-                Ok(record) => Some(record.kv.value),
-                Err(err) => return Some(Err(CliError::Snapshot(err))),
+    // Every revision of every key under the prefix, in one pass over the file in its
+    // own order (by revision), so each page is read once and no record is looked up
+    // (in key order the reads jump about the file and the page cache cannot help; a
+    // lookup per revision descends the file's tree each time). A key is reported at
+    // its last revision, when all of its revisions have been counted; memory stays at
+    // the index, the running sums of the keys not yet reported, and one value.
+    let last_of: HashMap<Revision, &Bytes> = snapshot
+        .keys_under(prefix.as_bytes())
+        .filter_map(|(key, revisions)| revisions.last().map(|at| (at.revision, key)))
+        .collect();
+    // Keyed by copies: a record's key is a slice of its page, which it would keep.
+    let mut sums: HashMap<Box<[u8]>, u64> = HashMap::new();
+    let mut tally = Tally::new(Layers::Offline(offline), args);
+    snapshot
+        .scan_under(prefix.as_bytes(), |record| {
+            let value = (!record.tombstone).then_some(record.kv.value);
+            let bytes = value.as_ref().map_or(0, |v| v.len() as u64);
+            let key = record.kv.key;
+            if last_of.get(&record.revision) != Some(&&key) {
+                *sums.entry(Box::from(&key[..])).or_default() += bytes;
+                return Ok(true);
             }
-        };
-        let sum = sums.entry(key).or_default();
-        *sum += value.as_ref().map_or(0, |v| v.len() as u64);
-        if !last {
-            return None;
-        }
-        let revision_bytes = sums.remove(key).unwrap_or_default();
-        let etcd_key = String::from_utf8_lossy(key).into_owned();
-        Some(Ok(Stored {
-            key: etcd_key
-                .strip_prefix(&path_prefix)
-                .unwrap_or(&etcd_key)
-                .to_owned(),
-            etcd_key,
-            // The last revision is the live value unless it deleted the key.
-            value,
-            revision_bytes: Some(revision_bytes),
-        }))
-    });
-    report(global, args, Layers::Offline(offline), stored)
+            let revision_bytes = sums.remove(&key[..]).unwrap_or_default() + bytes;
+            let etcd_key = String::from_utf8_lossy(&key).into_owned();
+            tally.add(Stored {
+                key: etcd_key
+                    .strip_prefix(&path_prefix)
+                    .unwrap_or(&etcd_key)
+                    .to_owned(),
+                etcd_key,
+                // The last revision is the live value unless it deleted the key.
+                value,
+                revision_bytes: Some(revision_bytes),
+            });
+            Ok(true)
+        })
+        .map_err(CliError::Snapshot)?;
+    tally.print(global)
 }
 
-fn report(
-    global: &GlobalArgs,
-    args: &AnalyzeArgs,
-    layers: Layers<'_>,
-    stored: impl Iterator<Item = Result<Stored, CliError>>,
-) -> Result<(), CliError> {
-    let mut rows: BTreeMap<(String, Option<String>), Row> = BTreeMap::new();
-    let mut readers: HashMap<String, Reader> = HashMap::new();
-    let mut largest: Vec<Largest> = Vec::new();
-    let mut plaintext: BTreeMap<String, (u64, String)> = BTreeMap::new();
-    for item in stored {
-        let item = item?;
+/// The report being counted, one stored value at a time.
+struct Tally<'a> {
+    layers: Layers<'a>,
+    by: AnalyzeBy,
+    top: usize,
+    rows: BTreeMap<(String, Option<String>), Row>,
+    readers: HashMap<String, Reader>,
+    largest: Vec<Largest>,
+    plaintext: BTreeMap<String, (u64, String)>,
+}
+
+impl<'a> Tally<'a> {
+    fn new(layers: Layers<'a>, args: &AnalyzeArgs) -> Self {
+        Self {
+            layers,
+            by: args.by,
+            top: args.top,
+            rows: BTreeMap::new(),
+            readers: HashMap::new(),
+            largest: Vec::new(),
+            plaintext: BTreeMap::new(),
+        }
+    }
+
+    /// Counts one stored key.
+    fn add(&mut self, item: Stored) {
+        let layers = self.layers;
         let (resource, namespace) = place(layers.layout(), &item.key);
-        let namespace = (args.by == AnalyzeBy::Namespace).then(|| namespace.unwrap_or_default());
-        let row = rows
+        let namespace = (self.by == AnalyzeBy::Namespace).then(|| namespace.unwrap_or_default());
+        let row = self
+            .rows
             .entry((resource.clone(), namespace.clone()))
             .or_insert_with(|| Row {
                 resource: resource.clone(),
@@ -186,7 +196,7 @@ fn report(
             _ => None,
         };
         let Some(value) = &item.value else {
-            continue;
+            return;
         };
         let bytes = value.len() as u64;
         row.count += 1;
@@ -201,13 +211,15 @@ fn report(
             .is_some();
         if encryption == "identity" && encrypts {
             row.plaintext_under_encryption += 1;
-            let (count, _) = plaintext
+            let (count, _) = self
+                .plaintext
                 .entry(resource.clone())
                 .or_insert_with(|| (0, item.key.clone()));
             *count += 1;
         }
         *row.encryption.entry(encryption).or_default() += 1;
-        let reader = readers
+        let reader = self
+            .readers
             .entry(resource.clone())
             .or_insert_with(|| layers.reader(&resource));
         match measure(reader, &item.etcd_key, value) {
@@ -222,40 +234,46 @@ fn report(
                 *row.encodings.entry("unreadable".to_owned()).or_default() += 1;
             }
         }
-        largest.push(Largest {
+        self.largest.push(Largest {
             key: item.key,
             bytes,
         });
-        if largest.len() > args.top.saturating_mul(2).max(64) {
-            keep_largest(&mut largest, args.top);
+        if self.largest.len() > self.top.saturating_mul(2).max(64) {
+            keep_largest(&mut self.largest, self.top);
         }
     }
-    keep_largest(&mut largest, args.top);
-    let mut resources: Vec<Row> = rows.into_values().collect();
-    for row in &mut resources {
-        if row.decoded_bytes > 0 {
-            row.managed_fields_share = share(row.managed_fields_bytes, row.decoded_bytes);
-            row.last_applied_share = share(row.last_applied_bytes, row.decoded_bytes);
+
+    /// Prints the report.
+    fn print(self, global: &GlobalArgs) -> Result<(), CliError> {
+        let mut largest = self.largest;
+        keep_largest(&mut largest, self.top);
+        let mut resources: Vec<Row> = self.rows.into_values().collect();
+        for row in &mut resources {
+            if row.decoded_bytes > 0 {
+                row.managed_fields_share = share(row.managed_fields_bytes, row.decoded_bytes);
+                row.last_applied_share = share(row.last_applied_bytes, row.decoded_bytes);
+            }
         }
-    }
-    let findings = plaintext
-        .into_iter()
-        .map(|(resource, (count, first))| {
-            format!(
-                "{count} value(s) of {resource} stored in plaintext though the encryption \
-                 configuration encrypts {resource} (first: {first}); `apistore encryption \
-                 rewrite` encrypts them"
-            )
-        })
-        .collect();
-    let report = Report {
-        resources,
-        largest,
-        findings,
-    };
-    match global.output {
-        Some(format @ (OutputFormat::Json | OutputFormat::Yaml)) => print(format, &report),
-        _ => write_stdout(&table(&report, args.by)),
+        let findings = self
+            .plaintext
+            .into_iter()
+            .map(|(resource, (count, first))| {
+                format!(
+                    "{count} value(s) of {resource} stored in plaintext though the encryption \
+                     configuration encrypts {resource} (first: {first}); `apistore encryption \
+                     rewrite` encrypts them"
+                )
+            })
+            .collect();
+        let report = Report {
+            resources,
+            largest,
+            findings,
+        };
+        match global.output {
+            Some(format @ (OutputFormat::Json | OutputFormat::Yaml)) => print(format, &report),
+            _ => write_stdout(&table(&report, self.by)),
+        }
     }
 }
 

@@ -34,7 +34,7 @@ use std::fmt;
 pub use apistore_storage::GroupResource;
 use apistore_storage::key_prefix::lies_under;
 
-use crate::table::{KUBE_1_31, NON_OBJECT_KEYS, Row};
+use crate::table::{NON_OBJECT_KEYS, Row, TABLES, Table};
 
 /// How kube-apiserver encodes a resource's objects in etcd.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -192,23 +192,29 @@ fn unknown_resource(resource: &str, suggestion: Option<&str>) -> String {
 /// The table of a kube-apiserver version: lookups by GroupResource and by key.
 #[derive(Debug, Clone, Copy)]
 pub struct StorageLayout {
-    rows: &'static [Row],
+    table: &'static Table,
+}
+
+/// The first `/`-separated segment of a key or key prefix.
+pub(crate) fn first_segment(key: &str) -> &str {
+    key.split('/').next().unwrap_or_default()
 }
 
 impl StorageLayout {
     /// kube-apiserver 1.31's layout with its default storage media type.
     pub const fn kube_1_31() -> Self {
-        Self { rows: KUBE_1_31 }
+        Self { table: &TABLES[0] }
     }
 
     /// Every built-in resource, in table order.
     pub fn built_ins(&self) -> impl Iterator<Item = ResourceLayout> + '_ {
-        self.rows.iter().map(ResourceLayout::from_row)
+        self.table.rows.iter().map(ResourceLayout::from_row)
     }
 
     /// The built-in resource of a GroupResource, if kube-apiserver serves it.
     pub fn built_in(&self, group_resource: &GroupResource) -> Option<ResourceLayout> {
-        self.rows
+        self.table
+            .rows
             .iter()
             .find(|row| {
                 row.group == group_resource.group && row.resource == group_resource.resource
@@ -243,7 +249,8 @@ impl StorageLayout {
         }
         // events.k8s.io events share the core prefix: the core row comes first and wins.
         let built_in = self
-            .rows
+            .table
+            .rows_beginning(first_segment(relative))
             .iter()
             .filter(|row| lies_under(relative, row.key_prefix))
             .fold(None::<&Row>, |best, row| match best {

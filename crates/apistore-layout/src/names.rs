@@ -58,6 +58,7 @@ impl StorageLayout {
         }
         let group_resource = GroupResource::parse(name);
         let kube_group = self
+            .table
             .rows
             .iter()
             .any(|row| row.group == group_resource.group);
@@ -98,7 +99,8 @@ impl StorageLayout {
     /// The known resource whose name is closest to `name` (by edit distance on the
     /// group-resource string), if any is close enough to be a likely typo.
     pub fn closest(&self, name: &str) -> Option<String> {
-        self.rows
+        self.table
+            .rows
             .iter()
             .map(|row| GroupResource::new(row.group, row.resource).to_string())
             .map(|known| (edit_distance(name, &known), known))

@@ -11,14 +11,19 @@
 //! share the core events, and the two API servers kube-apiserver embeds store grouped
 //! and as JSON (`apiextensions.k8s.io/customresourcedefinitions`,
 //! `apiregistration.k8s.io/apiservices`). This file holds the row type the generated
-//! tables are written in, and the keys that are no object in any minor.
+//! tables are written in, the tables with their lookup by a key's first segment, and the
+//! keys that are no object in any minor.
+
+use std::collections::HashMap;
+use std::sync::OnceLock;
 
 use crate::StorageEncoding::{self, Protobuf};
-use crate::StorageLayout;
+use crate::{StorageLayout, first_segment};
 
 #[path = "generated/mod.rs"]
 mod generated;
 
+#[cfg(test)]
 pub(crate) use generated::KUBE_1_31;
 
 impl StorageLayout {
@@ -28,7 +33,58 @@ impl StorageLayout {
     /// Resources a minor serves only at alpha or beta versions are in its table too:
     /// they are what kube-apiserver stores once those versions are enabled.
     pub fn for_kube_minor(minor: u32) -> Option<Self> {
-        generated::for_minor(minor).map(|rows| Self { rows })
+        let index = usize::try_from(minor.checked_sub(31)?).ok()?;
+        TABLES.get(index).map(|table| Self { table })
+    }
+}
+
+/// A minor's rows, with the rows by the first segment of their key prefix.
+#[derive(Debug)]
+pub(crate) struct Table {
+    pub(crate) rows: &'static [Row],
+    by_first: OnceLock<HashMap<&'static str, Vec<&'static Row>>>,
+}
+
+/// Minor `minor`'s table (none is empty: `for_minor` has every minor of [`TABLES`]).
+const fn table(minor: u32) -> Table {
+    Table {
+        rows: match generated::for_minor(minor) {
+            Some(rows) => rows,
+            None => &[],
+        },
+        by_first: OnceLock::new(),
+    }
+}
+
+/// The tables of kube 1.31 to 1.37, in order.
+pub(crate) static TABLES: [Table; 7] = [
+    table(31),
+    table(32),
+    table(33),
+    table(34),
+    table(35),
+    table(36),
+    table(37),
+];
+
+impl Table {
+    /// The rows whose key prefix begins with the segment `first`, in table order: a
+    /// key lies under no other row's prefix (its first segment is the prefix's).
+    /// Looked up, not scanned: `resolve_key` runs on every key an `analyze` or a scan
+    /// of a snapshot reads (200,000 keys against 70-odd rows was a twentieth of an
+    /// `analyze`).
+    pub(crate) fn rows_beginning(&self, first: &str) -> &[&'static Row] {
+        let by_first = self.by_first.get_or_init(|| {
+            let mut by_first = HashMap::<_, Vec<_>>::new();
+            for row in self.rows {
+                by_first
+                    .entry(first_segment(row.key_prefix))
+                    .or_default()
+                    .push(row);
+            }
+            by_first
+        });
+        by_first.get(first).map_or(&[], Vec::as_slice)
     }
 }
 

@@ -236,19 +236,19 @@ const MINORS: std::ops::RangeInclusive<u32> = 31..=37;
 #[test]
 fn every_minor_from_1_31_to_1_37_has_a_table_and_no_other_does() {
     for minor in MINORS {
-        assert!(!kube(minor).rows.is_empty(), "1.{minor}");
+        assert!(!kube(minor).table.rows.is_empty(), "1.{minor}");
     }
     for minor in [0, 30, 38, u32::MAX] {
         assert!(StorageLayout::for_kube_minor(minor).is_none(), "1.{minor}");
     }
-    assert_eq!(StorageLayout::kube_1_31().rows, kube(31).rows);
-    assert_eq!(StorageLayout::kube_1_31().rows, KUBE_1_31);
+    assert_eq!(StorageLayout::kube_1_31().table.rows, kube(31).table.rows);
+    assert_eq!(StorageLayout::kube_1_31().table.rows, KUBE_1_31);
 }
 
 #[test]
 fn every_table_is_sorted_by_group_then_resource_with_one_row_each() {
     for minor in MINORS {
-        let rows = kube(minor).rows;
+        let rows = kube(minor).table.rows;
         for pair in rows.windows(2) {
             assert!(
                 (pair[0].group, pair[0].resource) < (pair[1].group, pair[1].resource),
@@ -265,7 +265,7 @@ fn every_table_is_sorted_by_group_then_resource_with_one_row_each() {
 #[test]
 fn every_table_is_protobuf_except_the_embedded_servers_objects() {
     for minor in MINORS {
-        for row in kube(minor).rows {
+        for row in kube(minor).table.rows {
             let json = matches!(
                 (row.group, row.resource),
                 ("apiextensions.k8s.io", "customresourcedefinitions")
@@ -319,7 +319,7 @@ fn every_minors_keys_resolve_back_to_their_resource() {
 fn a_resource_keeps_its_key_prefix_and_scope_in_every_minor() {
     let mut seen: Vec<(u32, &Row)> = Vec::new();
     for minor in MINORS {
-        for row in kube(minor).rows {
+        for row in kube(minor).table.rows {
             for (earlier, other) in &seen {
                 if (other.group, other.resource) == (row.group, row.resource) {
                     assert_eq!(
@@ -332,7 +332,7 @@ fn a_resource_keeps_its_key_prefix_and_scope_in_every_minor() {
                 }
             }
         }
-        seen.extend(kube(minor).rows.iter().map(|row| (minor, row)));
+        seen.extend(kube(minor).table.rows.iter().map(|row| (minor, row)));
     }
 }
 
@@ -386,7 +386,7 @@ fn kube_1_37_stores_what_its_data_go_says() {
             "{gr}"
         );
     }
-    assert_eq!(layout.rows.len(), 71);
+    assert_eq!(layout.table.rows.len(), 71);
 }
 
 #[test]
@@ -423,7 +423,7 @@ fn every_kube_version_has_its_own_layout() {
     for &version in KubeVersion::ALL {
         let by_version = StorageLayout::for_kube(version);
         let by_minor = StorageLayout::for_kube_minor(version.minor()).unwrap();
-        assert!(std::ptr::eq(by_version.rows, by_minor.rows), "{version}");
+        assert!(std::ptr::eq(by_version.table, by_minor.table), "{version}");
     }
     let device_classes = StorageLayout::for_kube(KubeVersion::V1_37)
         .built_in(&GroupResource::new("resource.k8s.io", "deviceclasses"))
@@ -432,4 +432,49 @@ fn every_kube_version_has_its_own_layout() {
         device_classes.built_in.unwrap().api_version,
         "resource.k8s.io/v1"
     );
+}
+
+#[test]
+fn keys_resolve_by_their_first_segment_as_by_every_row() {
+    // The lookup by first segment is the table's, not a scan of it...
+    let table = &crate::table::TABLES[0];
+    assert!(table.rows == KUBE_1_31);
+    let pods = table.rows_beginning("pods");
+    assert!(
+        !pods.is_empty() && pods.len() < KUBE_1_31.len(),
+        "{}",
+        pods.len()
+    );
+    assert!(table.rows_beginning("no-such-resource").is_empty());
+    // ...and gives every key the row a scan of every row gives: the longest prefix
+    // the key lies under, the first of equals.
+    let scan = |relative: &str| {
+        KUBE_1_31
+            .iter()
+            .filter(|row| apistore_storage::key_prefix::lies_under(relative, row.key_prefix))
+            .fold(None::<&Row>, |best, row| match best {
+                Some(best) if best.key_prefix.len() >= row.key_prefix.len() => Some(best),
+                _ => Some(row),
+            })
+            .map(|row| row.key_prefix)
+    };
+    let layout = StorageLayout::kube_1_31();
+    let mut checked = 0;
+    for row in KUBE_1_31 {
+        for key in [
+            row.key_prefix.to_owned(),
+            format!("{}/ns/name", row.key_prefix),
+            format!("{}/name", row.key_prefix),
+            format!("{}x/ns/name", row.key_prefix),
+        ] {
+            let resolved = layout.resolve_key(&key).ok();
+            let by_scan = scan(&key);
+            if let Some(prefix) = by_scan {
+                let resolved = resolved.unwrap_or_else(|| panic!("{key}: not resolved"));
+                assert_eq!(resolved.key_prefix, prefix, "{key}");
+            }
+            checked += 1;
+        }
+    }
+    assert!(checked > 200, "{checked}");
 }

@@ -277,6 +277,46 @@ impl Snapshot {
         range
     }
 
+    /// Every record (every revision) of the keys under `prefix`, in the file's own
+    /// order, which is by revision, handed to `visit` until it returns `false`. One
+    /// pass over the key bucket: each page is read once and no record is looked up
+    /// (a [`Self::read`] per record descends the bucket's tree for each). When the
+    /// pass ends, it must have seen as many records under `prefix` as the index built
+    /// at open holds; otherwise the file changed since, which is an error.
+    pub fn scan_under(
+        &self,
+        prefix: &[u8],
+        mut visit: impl FnMut(Record) -> Result<bool>,
+    ) -> Result<()> {
+        let indexed: usize = self
+            .keys_under(prefix)
+            .map(|(_, revisions)| revisions.len())
+            .sum();
+        let (mut seen, mut stopped) = (0, false);
+        self.keys.for_each(&self.file, |entry| {
+            let record = record(&self.file, &entry)?;
+            if !record.kv.key.starts_with(prefix) {
+                return Ok(true);
+            }
+            seen += 1;
+            let more = visit(record)?;
+            stopped = !more;
+            Ok(more)
+        })?;
+        if !stopped && seen != indexed {
+            return Err(SnapshotError::CorruptRecord {
+                path: self.file.path().to_owned(),
+                record: format!("the records under {:?}", String::from_utf8_lossy(prefix)),
+                page: 0,
+                offset: 0,
+                problem: format!(
+                    "{seen} found, {indexed} indexed when the file was opened: the file changed"
+                ),
+            });
+        }
+        Ok(())
+    }
+
     /// The keys holding `key` itself, or every key under `prefix`.
     pub fn keys_under<'a>(
         &'a self,

@@ -307,4 +307,31 @@ async fn a_real_snapshot_reads_as_etcd_answered_revision_by_revision() {
             "{key}@{rev}"
         );
     }
+
+    // One pass in the file's order: every revision under a prefix, by revision, each
+    // what a lookup of it reads; and a pass that stops when told.
+    for prefix in [PREFIX.to_owned(), format!("{PREFIX}/configmaps/")] {
+        let mut scanned = Vec::new();
+        data_dir
+            .scan_under(prefix.as_bytes(), |record| {
+                scanned.push(record);
+                Ok(true)
+            })
+            .unwrap();
+        let mut want: Vec<_> = data_dir
+            .keys_under(prefix.as_bytes())
+            .flat_map(|(key, _)| data_dir.history(key).unwrap())
+            .collect();
+        want.sort_by_key(|record| record.revision);
+        assert!(want.len() > 5, "{prefix}: {}", want.len());
+        assert_eq!(scanned, want, "{prefix}");
+    }
+    let mut seen_records = 0;
+    data_dir
+        .scan_under(b"", |_| {
+            seen_records += 1;
+            Ok(seen_records < 3)
+        })
+        .unwrap();
+    assert_eq!(seen_records, 3);
 }

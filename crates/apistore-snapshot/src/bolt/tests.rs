@@ -68,6 +68,82 @@ fn reads_nested_inline_and_overflowing_buckets() {
     assert!(small.bucket(&bolt, b"k").unwrap().is_none());
 }
 
+/// Keys and values, in key order.
+type Entries = Vec<(Vec<u8>, Vec<u8>)>;
+
+/// A bucket of `leaves` leaf pages under one branch, each leaf one small value and one
+/// of a few pages (its overflow straddling the reads ahead), the leaves in file order
+/// or, with `reversed`, against it. Returns the file and every (key, value) in key order.
+fn many_leaves(leaves: usize, reversed: bool) -> (Vec<u8>, Entries) {
+    let mut bolt = TestBolt::new(4096);
+    let mut entries = Vec::new();
+    for i in 0..leaves {
+        let small = (
+            format!("k{i:04}a").into_bytes(),
+            format!("v{i}").into_bytes(),
+        );
+        let large = (
+            format!("k{i:04}b").into_bytes(),
+            vec![(i % 251) as u8; 5_000 + (i * 977) % 9_000],
+        );
+        entries.push(vec![small, large]);
+    }
+    let order: Vec<usize> = if reversed {
+        (0..leaves).rev().collect()
+    } else {
+        (0..leaves).collect()
+    };
+    let mut ids = vec![0; leaves];
+    for &i in &order {
+        let leaf: Vec<(&[u8], Value<'_>)> = entries[i]
+            .iter()
+            .map(|(k, v)| (k.as_slice(), Value::Plain(v)))
+            .collect();
+        ids[i] = bolt.leaf(&leaf);
+    }
+    let children: Vec<(&[u8], u64)> = (0..leaves)
+        .map(|i| (entries[i][0].0.as_slice(), ids[i]))
+        .collect();
+    let branch = bolt.branch(&children);
+    let root = bolt.leaf(&[(b"big", Value::Bucket(bucket_at(branch)))]);
+    (bolt.finish(root), entries.into_iter().flatten().collect())
+}
+
+#[test]
+fn pages_read_ahead_are_the_pages_read_one_by_one() {
+    // 200 leaves of one page plus two to four overflow pages: about 3 MiB, a dozen
+    // reads ahead, read in file order and against it, scanned and looked up.
+    for reversed in [false, true] {
+        let (bytes, want) = many_leaves(200, reversed);
+        let file = write(&bytes);
+        let bolt = BoltFile::open(file.path()).unwrap();
+        let big = Bucket::root(&bolt).bucket(&bolt, b"big").unwrap().unwrap();
+        let mut scanned = Vec::new();
+        big.for_each(&bolt, |entry| {
+            scanned.push((entry.key.to_vec(), entry.value.to_vec()));
+            Ok(true)
+        })
+        .unwrap();
+        assert!(scanned == want, "scan, reversed: {reversed}");
+        // Looked up out of order, then scanned again: the same bytes.
+        for (key, value) in want.iter().rev().step_by(7) {
+            let entry = big.get(&bolt, key).unwrap().unwrap();
+            assert!(
+                entry.value[..] == value[..],
+                "get {key:?}, reversed: {reversed}"
+            );
+        }
+        let mut again = 0;
+        big.for_each(&bolt, |entry| {
+            assert!(entry.value[..] == want[again].1[..], "rescan {again}");
+            again += 1;
+            Ok(true)
+        })
+        .unwrap();
+        assert_eq!(again, want.len());
+    }
+}
+
 #[test]
 fn the_newer_valid_meta_wins_and_a_broken_one_is_skipped() {
     let mut bytes = sample();
