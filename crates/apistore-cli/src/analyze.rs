@@ -13,6 +13,7 @@
 use std::collections::{BTreeMap, HashMap};
 
 use apistore::{ApiStore, StorageLayout};
+use apistore_snapshot::SnapshotError;
 use apistore_snapshot::mvcc::Revision;
 use bytes::Bytes;
 use serde::Serialize;
@@ -131,9 +132,26 @@ pub(crate) fn offline(
             let value = (!record.tombstone).then_some(record.kv.value);
             let bytes = value.as_ref().map_or(0, |v| v.len() as u64);
             let key = record.kv.key;
-            if last_of.get(&record.revision) != Some(&&key) {
-                *sums.entry(Box::from(&key[..])).or_default() += bytes;
-                return Ok(true);
+            match last_of.get(&record.revision) {
+                Some(last) if **last == key => {}
+                Some(last) => {
+                    return Err(SnapshotError::CorruptRecord {
+                        path: snapshot.path().to_owned(),
+                        record: format!("revision {}", record.revision.main),
+                        page: 0,
+                        offset: 0,
+                        problem: format!(
+                            "it holds {:?} where the index built at open had {:?}: the file \
+                             changed",
+                            String::from_utf8_lossy(&key),
+                            String::from_utf8_lossy(last)
+                        ),
+                    });
+                }
+                None => {
+                    *sums.entry(Box::from(&key[..])).or_default() += bytes;
+                    return Ok(true);
+                }
             }
             let revision_bytes = sums.remove(&key[..]).unwrap_or_default() + bytes;
             let etcd_key = String::from_utf8_lossy(&key).into_owned();

@@ -133,3 +133,12 @@ pub(crate) const NON_OBJECT_KEYS: &[&str] = &[
     "ranges/serviceips",
     "ranges/servicenodeports",
 ];
+
+#[cfg(test)]
+#[test]
+fn every_minor_the_generated_tables_have_has_its_table() {
+    for minor in 0..100 {
+        let rows = StorageLayout::for_kube_minor(minor).map(|layout| layout.table.rows);
+        assert_eq!(rows, generated::for_minor(minor), "1.{minor}");
+    }
+}
