@@ -72,6 +72,14 @@ pub(crate) fn utf8_len(s: &[u8]) -> Option<usize> {
     std::str::from_utf8(seq).ok().map(|_| n)
 }
 
+/// The number `serde_json` reads from Go's text for a float64 (`2` is an integer),
+/// which is what a reader of the JSON holds; fails for NaN and infinities.
+pub(crate) fn go_number(f: f64) -> Result<serde_json::Number, String> {
+    let mut text = Vec::with_capacity(24);
+    write_f64(&mut text, f)?;
+    serde_json::from_slice(&text).map_err(|e| e.to_string())
+}
+
 /// Appends a float64 as Go's encoding/json does, or fails for NaN and infinities.
 pub(crate) fn write_f64(out: &mut Vec<u8>, f: f64) -> Result<(), String> {
     if !f.is_finite() {

@@ -154,26 +154,30 @@ impl KubeProtobuf {
     /// way to an untyped tree of an object.
     pub fn decode_to_value(&self, stored: &[u8]) -> Result<serde_json::Value> {
         let (av, kind_name, m, raw) = self.open(stored)?;
-        self.value_of(kind_name, m, &[raw], av)
+        self.members_of(kind_name, m, &[raw], av)
+            .map(serde_json::Value::Object)
     }
 
-    /// The value tree of an object of kind `kind_name` (message `m`) from its bytes
-    /// or their parts.
-    pub(crate) fn value_of(
+    /// The members of the JSON object of an object of kind `kind_name` (message `m`)
+    /// from its bytes or their parts, built by the walk's value tree.
+    pub(crate) fn members_of(
         &self,
         kind_name: &str,
         m: &schema::Message,
         parts: &[&[u8]],
         api_version: &str,
-    ) -> Result<serde_json::Value> {
+    ) -> Result<serde_json::Map<String, serde_json::Value>> {
         let mut dec =
             decode::Decoder::with_sink(&self.schema, kind_name, sink::ValueTree::default());
         dec.object(m, parts, api_version)?;
-        dec.out.finish().ok_or_else(|| ProtobufError::Decode {
-            kind: kind_name.to_owned(),
-            path: ".".to_owned(),
-            reason: "the walk wrote no value".to_owned(),
-        })
+        match dec.out.finish() {
+            Some(serde_json::Value::Object(members)) => Ok(members),
+            _ => Err(ProtobufError::Decode {
+                kind: kind_name.to_owned(),
+                path: ".".to_owned(),
+                reason: "the walk wrote no JSON object".to_owned(),
+            }),
+        }
     }
 
     /// Decodes stored bytes straight into any serde type, with no JSON text in
@@ -193,13 +197,11 @@ impl KubeProtobuf {
     /// read from the tree's `metadata` member), and somewhat faster (45 µs for the
     /// bench's Pod, against 49).
     pub fn decode_dynamic(&self, stored: &[u8]) -> Result<apistore_storage::DynamicObject> {
-        let value = self.decode_to_value(stored)?;
-        dynamic::from_value(value).map_err(|e| {
-            let kind = self
-                .open(stored)
-                .map_or_else(|_| "object".to_owned(), |(_, kind, _, _)| kind.to_owned());
+        let (av, kind_name, m, raw) = self.open(stored)?;
+        let members = self.members_of(kind_name, m, &[raw], av)?;
+        apistore_storage::DynamicObject::from_members(members).map_err(|e| {
             ProtobufError::Deserialize {
-                kind,
+                kind: kind_name.to_owned(),
                 path: ".".to_owned(),
                 reason: e.to_string(),
             }

@@ -14,7 +14,8 @@ use base64::Engine as _;
 use serde_json::{Map, Number, Value};
 
 use crate::de::go_string;
-use crate::json_write::{validate, write_compact, write_f64, write_int, write_str};
+use crate::json_write::{go_number, validate, write_compact, write_f64, write_int, write_str};
+use crate::special::unquoted;
 
 /// What the walk writes into. Errors are the reasons a value cannot be written, for
 /// the walk to put the kind and path on.
@@ -191,11 +192,7 @@ impl Sink for ValueTree {
         self.put(Value::Number(Number::from(v)));
     }
     fn f64(&mut self, v: f64) -> Result<(), String> {
-        // The number serde_json reads from Go's text for it: `2` is an integer.
-        let mut text = Vec::with_capacity(24);
-        write_f64(&mut text, v)?;
-        let n: Number = serde_json::from_slice(&text).map_err(|e| e.to_string())?;
-        self.put(Value::Number(n));
+        self.put(Value::Number(go_number(v)?));
         Ok(())
     }
     fn str(&mut self, s: &[u8]) {
@@ -209,14 +206,8 @@ impl Sink for ValueTree {
             base64::engine::general_purpose::STANDARD.encode(b),
         ));
     }
-    fn quoted(&mut self, mut text: Vec<u8>) -> Result<(), String> {
-        // The text without its quotes, in place.
-        text.pop();
-        if !text.is_empty() {
-            text.remove(0);
-        }
-        let s = String::from_utf8(text).map_err(|_| "special value is not UTF-8".to_owned())?;
-        self.put(Value::String(s));
+    fn quoted(&mut self, text: Vec<u8>) -> Result<(), String> {
+        self.put(Value::String(unquoted(text)?));
         Ok(())
     }
     fn raw(&mut self, json: &[u8]) -> Result<(), String> {

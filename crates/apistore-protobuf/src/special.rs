@@ -40,6 +40,15 @@ pub(crate) enum SpecialValue<'s, 'a> {
     Elements(&'s Ty, Entries<'a>),
 }
 
+/// The text of a [`SpecialValue::Quoted`], its quotes taken off in place.
+pub(crate) fn unquoted(mut quoted: Vec<u8>) -> Result<String, String> {
+    quoted.pop();
+    if !quoted.is_empty() {
+        quoted.remove(0);
+    }
+    String::from_utf8(quoted).map_err(|_| "special value is not UTF-8".to_owned())
+}
+
 /// The value of special message `m` (not `Special::None` or `TypeMeta`) from its
 /// merged segments.
 pub(crate) fn interpret<'s, 'a>(

@@ -210,6 +210,35 @@ impl DynamicObject {
         self.data.insert(field.to_owned(), value);
         self
     }
+
+    /// The object a JSON object's members make, as `Deserialize` reads them, with
+    /// every member but `apiVersion`, `kind` and `metadata` moved into `data` as it
+    /// stands (`serde_json::from_value` would rebuild every map of the body).
+    ///
+    /// # Errors
+    ///
+    /// One of the three known members of the wrong type; the error names it.
+    pub fn from_members(
+        mut members: serde_json::Map<String, serde_json::Value>,
+    ) -> Result<Self, serde_json::Error> {
+        fn take<T: Default + serde::de::DeserializeOwned>(
+            members: &mut serde_json::Map<String, serde_json::Value>,
+            name: &str,
+        ) -> Result<T, serde_json::Error> {
+            match members.remove(name) {
+                Some(value) => T::deserialize(value).map_err(|e| {
+                    <serde_json::Error as serde::de::Error>::custom(format!("{name}: {e}"))
+                }),
+                None => Ok(T::default()),
+            }
+        }
+        Ok(Self {
+            api_version: take(&mut members, "apiVersion")?,
+            kind: take(&mut members, "kind")?,
+            metadata: take(&mut members, "metadata")?,
+            data: members,
+        })
+    }
 }
 
 impl ApiObject for DynamicObject {
@@ -580,6 +609,43 @@ mod tests {
             r#"{"spec":"#,
         ] {
             same_as_derived(json);
+        }
+    }
+
+    #[test]
+    fn an_object_from_its_members_is_the_deserialized_one() {
+        for json in [
+            r#"{"apiVersion":"v1","kind":"Pod","metadata":{"name":"p","generation":3,"labels":{"a":"b"},"creationTimestamp":null,"ownerReferences":[{"kind":"RS"}]},"spec":{"nodeName":"n"},"status":{"x":1.5,"y":-2}}"#,
+            r#"{}"#,
+            r#"{"data":{"k":"v"}}"#,
+        ] {
+            let serde_json::Value::Object(members) = serde_json::from_str(json).unwrap() else {
+                panic!("{json}: not an object");
+            };
+            let want: DynamicObject = serde_json::from_str(json).unwrap();
+            assert_eq!(
+                DynamicObject::from_members(members).unwrap(),
+                want,
+                "{json}"
+            );
+        }
+        // A known member of the wrong type: refused as `Deserialize` refuses it, named.
+        for (json, name) in [
+            (r#"{"apiVersion":7}"#, "apiVersion"),
+            (r#"{"metadata":{"generation":"x"}}"#, "metadata"),
+            (r#"{"metadata":null}"#, "metadata"),
+        ] {
+            assert!(
+                serde_json::from_str::<DynamicObject>(json).is_err(),
+                "{json}"
+            );
+            let serde_json::Value::Object(members) = serde_json::from_str(json).unwrap() else {
+                panic!("{json}: not an object");
+            };
+            let err = DynamicObject::from_members(members)
+                .unwrap_err()
+                .to_string();
+            assert!(err.starts_with(&format!("{name}: ")), "{json}: {err}");
         }
     }
 

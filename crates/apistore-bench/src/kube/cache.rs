@@ -36,7 +36,7 @@
 
 use std::hint::black_box;
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use apistore_cacher::{Cacher, CacherConfig, CacherMetrics};
 use apistore_etcd3::{Etcd3Store, StoreConfig};
@@ -458,25 +458,12 @@ impl Bench {
                 }
                 finished
             } else {
-                let (_, since) = self.filled_kube_cache(go).await?;
-                Self::ask(
-                    go,
-                    &json!({
-                        "op": "cacheWatch", "keys": [format!("/{RESOURCE}/{namespace}")],
-                        "resourceVersion": since.to_string(), "watchers": watchers,
-                        "count": WATCH_WRITES,
-                    }),
-                )?;
+                self.kube_namespace_watches(go, &namespace, watchers, WATCH_WRITES, false)
+                    .await?;
                 self.raw_writes(WATCH_WRITES, move |i| Ok(puts[i as usize].clone()))
                     .await?;
-                let answer = Self::ask(go, &json!({"op": "cacheWatchWait"}))?;
-                Self::ask(go, &json!({"op": "cacheStop"}))?;
+                let (answer, finished) = Self::kube_watches_done(go)?;
                 kube_received.push(answer.objects / watchers.max(1) as u64);
-                let finished: Vec<_> = answer
-                    .latencies
-                    .iter()
-                    .map(|&s| std::time::Duration::from_secs_f64(s.max(0.0)))
-                    .collect();
                 finished
             };
             completed[usize::from(side == Side::Kube)].push(finished.len());
@@ -517,6 +504,43 @@ impl Bench {
             streams.push(cache.watch(&key, &options).await?);
         }
         Ok((cache, streams))
+    }
+
+    /// The watcher rows' start on kube's side: its filled cache, and `watchers`
+    /// watches of `namespace` on it from the revision it holds, each to read `count`
+    /// Pods (with `delays`, each Pod's delay from its write's stamp measured too).
+    pub(super) async fn kube_namespace_watches(
+        &self,
+        go: &mut GoArm,
+        namespace: &str,
+        watchers: usize,
+        count: u64,
+        delays: bool,
+    ) -> Result<()> {
+        let (_, since) = self.filled_kube_cache(go).await?;
+        Self::ask(
+            go,
+            &json!({
+                "op": "cacheWatch", "keys": [format!("/{RESOURCE}/{namespace}")],
+                "resourceVersion": since.to_string(), "watchers": watchers,
+                "count": count, "delays": delays,
+            }),
+        )?;
+        Ok(())
+    }
+
+    /// The watcher rows' end on kube's side: what its watchers read, once they all
+    /// finished or were terminated, with the cache stopped; and per watcher that read
+    /// every Pod, its time from the start to the last.
+    pub(super) fn kube_watches_done(go: &mut GoArm) -> Result<(GoAnswer, Vec<Duration>)> {
+        let answer = Self::ask(go, &json!({"op": "cacheWatchWait"}))?;
+        Self::ask(go, &json!({"op": "cacheStop"}))?;
+        let finished = answer
+            .latencies
+            .iter()
+            .map(|&s| Duration::from_secs_f64(s.max(0.0)))
+            .collect();
+        Ok((answer, finished))
     }
 
     /// apistore's cache of Pods as `T`, ready and holding etcd's current revision.

@@ -190,26 +190,14 @@ impl Bench {
         watchers: usize,
         writes: u64,
     ) -> Result<(Run, Writer)> {
-        let (_, since) = self.filled_kube_cache(go).await?;
-        Self::ask(
-            go,
-            &json!({
-                "op": "cacheWatch", "keys": [format!("/{RESOURCE}/{namespace}")],
-                "resourceVersion": since.to_string(), "watchers": watchers,
-                "count": writes, "delays": true,
-            }),
-        )?;
+        self.kube_namespace_watches(go, namespace, watchers, writes, true)
+            .await?;
         let writer = self.paced_writer(namespace, writes).await?;
-        let answer = Self::ask(go, &json!({"op": "cacheWatchWait"}))?;
-        Self::ask(go, &json!({"op": "cacheStop"}))?;
+        let (answer, finished) = Self::kube_watches_done(go)?;
         // The Go arm takes the median and p99 of its delays as this side does (a
         // million of them would make a long answer line).
         let run = Run {
-            finished: answer
-                .latencies
-                .iter()
-                .map(|&s| Duration::from_secs_f64(s.max(0.0)))
-                .collect(),
+            finished,
             delay_p50: answer.delay_p50,
             delay_p99: answer.delay_p99,
             events: answer.objects,

@@ -10,9 +10,9 @@ use super::Ctx;
 use super::collections::{ElementsAccess, MapEntriesAccess};
 use super::error::{DeError, Path, json_err};
 use super::structs::StructAccess;
-use crate::json_write::{utf8_len, validate, write_f64};
+use crate::json_write::{go_number, utf8_len, validate};
 use crate::schema::{Message, Special, Ty};
-use crate::special::{SpecialValue, interpret};
+use crate::special::{SpecialValue, interpret, unquoted};
 use crate::walk::{MAX_DEPTH, Segs, Slot, map_entries};
 use crate::wire::WireVal;
 
@@ -165,17 +165,7 @@ impl<'p, 'de> ValueDe<'p, 'de> {
             let sv = interpret(m, segs.as_slice()).map_err(|e| self.err(e))?;
             let val = match sv {
                 SpecialValue::Null => Val::Null,
-                SpecialValue::Quoted(mut text) => {
-                    // The text without its quotes, in place.
-                    text.pop();
-                    if !text.is_empty() {
-                        text.remove(0);
-                    }
-                    match String::from_utf8(text) {
-                        Ok(s) => Val::Owned(s),
-                        Err(_) => return Err(self.err("special value is not UTF-8")),
-                    }
-                }
+                SpecialValue::Quoted(text) => Val::Owned(unquoted(text).map_err(|e| self.err(e))?),
                 SpecialValue::Text(Cow::Borrowed(s)) => Val::Name(s),
                 SpecialValue::Text(Cow::Owned(s)) => Val::Owned(s),
                 SpecialValue::Str(b) => Val::Str(b),
@@ -230,11 +220,7 @@ impl<'de> de::Deserializer<'de> for ValueDe<'_, 'de> {
                 Err(_) => visitor.visit_i64(i),
             },
             Val::F64(f) => {
-                // The number serde_json reads from Go's text for it: `2` is an integer.
-                let mut text = Vec::with_capacity(24);
-                write_f64(&mut text, f).map_err(|e| ctx.err(path, e))?;
-                let n: serde_json::Number =
-                    serde_json::from_slice(&text).map_err(|e| ctx.err(path, e.to_string()))?;
+                let n = go_number(f).map_err(|e| ctx.err(path, e))?;
                 if let Some(u) = n.as_u64() {
                     visitor.visit_u64(u)
                 } else if let Some(i) = n.as_i64() {

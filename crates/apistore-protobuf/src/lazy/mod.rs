@@ -370,16 +370,9 @@ impl Stored {
     fn decode_body(&self) -> Result<Body> {
         let (av, kind_name, m, raw) = self.protobuf.open(&self.bytes)?;
         let (_, layout) = split(kind_name, m, raw)?;
-        let tree = self
+        let mut body = self
             .protobuf
-            .value_of(kind_name, m, layout.rest_segs().as_slice(), av)?;
-        let Value::Object(mut body) = tree else {
-            return Err(ProtobufError::Decode {
-                kind: kind_name.to_owned(),
-                path: ".".to_owned(),
-                reason: "the object's walk wrote no JSON object".to_owned(),
-            });
-        };
+            .members_of(kind_name, m, layout.rest_segs().as_slice(), av)?;
         for name in ["apiVersion", "kind", "metadata"] {
             body.remove(name);
         }
