@@ -108,8 +108,12 @@ impl Snapshot {
             None => None,
         };
 
-        let mut index: BTreeMap<Bytes, Vec<IndexedRevision>> = BTreeMap::new();
-        let mut records = 0;
+        // Every revision with its key, in revision order; then sorted by key once. The
+        // sort is stable, so each key's revisions stay oldest first, and the index is
+        // built from sorted keys in one pass: inserting key by key into the tree
+        // compared each key against about twice as many others (200,000 keys of
+        // `/registry/...` with long common prefixes).
+        let mut revisions: Vec<(Bytes, IndexedRevision)> = Vec::new();
         let mut current = 1;
         let mut last: Option<Revision> = None;
         keys.for_each(&file, |entry| {
@@ -124,16 +128,26 @@ impl Snapshot {
             }
             last = Some(record.revision);
             current = current.max(record.revision.main);
-            records += 1;
-            let revisions = index
-                .entry(Bytes::copy_from_slice(&record.kv.key))
-                .or_default();
-            revisions.push(IndexedRevision {
-                revision: record.revision,
-                tombstone: record.tombstone,
-            });
+            // A copy: the record's key is a slice of its page, which it would keep.
+            revisions.push((
+                Bytes::copy_from_slice(&record.kv.key),
+                IndexedRevision {
+                    revision: record.revision,
+                    tombstone: record.tombstone,
+                },
+            ));
             Ok(true)
         })?;
+        let records = revisions.len();
+        revisions.sort_by(|a, b| a.0.cmp(&b.0));
+        let mut by_key: Vec<(Bytes, Vec<IndexedRevision>)> = Vec::new();
+        for (key, at) in revisions {
+            match by_key.last_mut() {
+                Some((last, ats)) if *last == key => ats.push(at),
+                _ => by_key.push((key, vec![at])),
+            }
+        }
+        let index: BTreeMap<Bytes, Vec<IndexedRevision>> = by_key.into_iter().collect();
         // As etcd when it restores: a compaction past the last write is the current
         // revision.
         current = current.max(finished_compact).max(scheduled_compact);

@@ -232,12 +232,75 @@ impl DynamicObject {
                 None => Ok(T::default()),
             }
         }
+        let metadata = match members.remove("metadata") {
+            Some(serde_json::Value::Object(meta)) => ObjectMeta::from_members(meta),
+            Some(other) => serde::Deserialize::deserialize(other),
+            None => Ok(ObjectMeta::default()),
+        }
+        .map_err(|e| <serde_json::Error as serde::de::Error>::custom(format!("metadata: {e}")))?;
         Ok(Self {
             api_version: take(&mut members, "apiVersion")?,
             kind: take(&mut members, "kind")?,
-            metadata: take(&mut members, "metadata")?,
+            metadata,
             data: members,
         })
+    }
+}
+
+impl ObjectMeta {
+    /// The metadata a JSON object's members make, as `Deserialize` reads them, with
+    /// every member it does not know (`managedFields`, `ownerReferences`, ...) moved
+    /// into `extra` as it stands: `Deserialize` from a `Value` would rebuild each of
+    /// those trees, which for a Pod's managedFields is most of the metadata's cost.
+    ///
+    /// # Errors
+    ///
+    /// A known member of the wrong type, refused with `Deserialize`'s own error.
+    pub fn from_members(
+        members: serde_json::Map<String, serde_json::Value>,
+    ) -> Result<Self, serde_json::Error> {
+        use serde::Deserialize;
+        use serde_json::Value;
+
+        /// A string member moved out; anything else goes to `Deserialize` for its error.
+        fn text(value: Value) -> Result<String, serde_json::Error> {
+            match value {
+                Value::String(s) => Ok(s),
+                other => String::deserialize(other),
+            }
+        }
+        /// A map of strings moved out member by member (the map's keys come sorted, so
+        /// the new map is built in one pass); anything else goes to `Deserialize`.
+        fn labels(value: Value) -> Result<Labels, serde_json::Error> {
+            match value {
+                Value::Object(map) if map.values().all(Value::is_string) => Ok(map
+                    .into_iter()
+                    .filter_map(|(k, v)| match v {
+                        Value::String(s) => Some((k, s)),
+                        _ => None,
+                    })
+                    .collect()),
+                other => Labels::deserialize(other),
+            }
+        }
+
+        let mut meta = Self::default();
+        for (key, value) in members {
+            match key.as_str() {
+                "name" => meta.name = text(value)?,
+                "namespace" => meta.namespace = text(value)?,
+                "uid" => meta.uid = text(value)?,
+                "resourceVersion" => meta.resource_version = text(value)?,
+                "selfLink" => meta.self_link = text(value)?,
+                "generation" => meta.generation = Option::<i64>::deserialize(value)?,
+                "labels" => meta.labels = labels(value)?,
+                "annotations" => meta.annotations = labels(value)?,
+                _ => {
+                    meta.extra.insert(key, value);
+                }
+            }
+        }
+        Ok(meta)
     }
 }
 
@@ -613,6 +676,39 @@ mod tests {
     }
 
     #[test]
+    fn metadata_from_its_members_is_the_deserialized_one() {
+        use serde::Deserialize;
+        for (i, json) in [
+            r#"{}"#,
+            r#"{"name":"p","namespace":"ns","uid":"u","resourceVersion":"7","selfLink":"/x","generation":3,"labels":{"a":"b","c":""},"annotations":{"k":"v"},"creationTimestamp":null,"managedFields":[{"fieldsV1":{"f:spec":{".":{}}},"manager":"m"}],"ownerReferences":[{"kind":"RS","controller":true}]}"#,
+            r#"{"generation":null,"labels":{},"finalizers":["a"]}"#,
+            r#"{"generation":-9223372036854775808}"#,
+            // Wrong types: the error `Deserialize` gives, the first in key order.
+            r#"{"name":null}"#,
+            r#"{"uid":5,"name":null}"#,
+            r#"{"labels":{"a":1}}"#,
+            r#"{"labels":null}"#,
+            r#"{"annotations":["a"]}"#,
+            r#"{"generation":1.5}"#,
+            r#"{"generation":"3"}"#,
+            r#"{"generation":18446744073709551615}"#,
+        ]
+        .into_iter()
+        .enumerate()
+        {
+            let serde_json::Value::Object(members) = serde_json::from_str(json).unwrap() else {
+                panic!("{json}: not an object");
+            };
+            let want = ObjectMeta::deserialize(serde_json::Value::Object(members.clone()))
+                .map_err(|e| e.to_string());
+            let got = ObjectMeta::from_members(members).map_err(|e| e.to_string());
+            assert_eq!(got, want, "{json}");
+            // The first four are metadata as it comes; every other has a wrong type.
+            assert_eq!(got.is_ok(), i < 4, "{json}: {got:?}");
+        }
+    }
+
+    #[test]
     fn an_object_from_its_members_is_the_deserialized_one() {
         for json in [
             r#"{"apiVersion":"v1","kind":"Pod","metadata":{"name":"p","generation":3,"labels":{"a":"b"},"creationTimestamp":null,"ownerReferences":[{"kind":"RS"}]},"spec":{"nodeName":"n"},"status":{"x":1.5,"y":-2}}"#,
@@ -631,6 +727,15 @@ mod tests {
         }
         // A known member of the wrong type: refused as `Deserialize` refuses it, named.
         for (json, name) in [
+            (r#"{"metadata":{"name":null}}"#, "metadata"),
+            (r#"{"metadata":{"labels":{"a":1}}}"#, "metadata"),
+            (r#"{"metadata":{"annotations":[]}}"#, "metadata"),
+            (r#"{"metadata":{"generation":1.5}}"#, "metadata"),
+            (
+                r#"{"metadata":{"generation":18446744073709551615}}"#,
+                "metadata",
+            ),
+            (r#"{"metadata":[]}"#, "metadata"),
             (r#"{"apiVersion":7}"#, "apiVersion"),
             (r#"{"metadata":{"generation":"x"}}"#, "metadata"),
             (r#"{"metadata":null}"#, "metadata"),

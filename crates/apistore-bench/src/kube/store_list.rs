@@ -121,7 +121,15 @@ impl Bench {
                     },
                     scope.name()
                 );
-                if !self.settings.selected(&workload) {
+                let lazy_name = format!("{workload}, LazyObject");
+                let typed_name = format!("{workload}, typed Pod");
+                let (plain, lazy, typed) = (
+                    self.settings.selected(&workload),
+                    self.settings.selected(&lazy_name),
+                    self.settings.selected(&typed_name),
+                );
+                // `--only '..., typed Pod'` runs that twin alone (for profiling).
+                if !(plain || lazy || typed) {
                     continue;
                 }
                 println!("  {workload}");
@@ -158,13 +166,6 @@ impl Bench {
                     spec("list-calls/s", Unit::PerSec, true, None),
                     spec("client CPU/list", Unit::CpuSeconds, false, None),
                 ];
-                let lazy_name = format!("{workload}, LazyObject");
-                let typed_name = format!("{workload}, typed Pod");
-                let (plain, lazy, typed) = (
-                    self.settings.selected(&workload),
-                    self.settings.selected(&lazy_name),
-                    self.settings.selected(&typed_name),
-                );
                 // A list that selected nothing would look fast: every store must list
                 // the same Pods first.
                 if lazy && self.runs(Side::Apistore) {

@@ -183,11 +183,22 @@ impl BoltFile {
     }
 
     fn read(&self, buf: &mut [u8], offset: u64, what: &str) -> Result<()> {
+        self.read_described(buf, offset, || what.to_owned())
+    }
+
+    /// [`read`](Self::read), with what was read described only if it fails (a scan
+    /// reads every page, and formatting each one's name cost more than 1% of it).
+    fn read_described(
+        &self,
+        buf: &mut [u8],
+        offset: u64,
+        what: impl FnOnce() -> String,
+    ) -> Result<()> {
         read_exact_at(&self.file, buf, offset).map_err(|source| {
             if source.kind() == std::io::ErrorKind::UnexpectedEof {
                 SnapshotError::Truncated {
                     path: self.path.clone(),
-                    what: what.to_owned(),
+                    what: what(),
                     offset,
                     end: offset.saturating_add(buf.len() as u64),
                     len: self.data_len,
@@ -201,17 +212,24 @@ impl BoltFile {
         })
     }
 
-    /// Reads page bytes: from the bytes read ahead when they hold them; with a read
-    /// of [`READ_AHEAD`] bytes when the read continues near where the previous one
-    /// ended; otherwise as asked (a lookup jumps about the file, and reading ahead of
-    /// each jump would only copy more).
-    fn read_pages(&self, buf: &mut [u8], offset: u64, what: &str) -> Result<()> {
-        let end = offset.saturating_add(buf.len() as u64);
+    /// Appends `len` bytes of pages at `offset` to `out`: from the bytes read ahead
+    /// when they hold them; with a read of [`READ_AHEAD`] bytes when the read
+    /// continues near where the previous one ended; otherwise as asked (a lookup jumps
+    /// about the file, and reading ahead of each jump would only copy more). Bytes from
+    /// the read-ahead are copied once, into room not zeroed first.
+    fn read_pages(
+        &self,
+        out: &mut Vec<u8>,
+        len: usize,
+        offset: u64,
+        what: impl FnOnce() -> String,
+    ) -> Result<()> {
+        let end = offset.saturating_add(len as u64);
         let mut ahead = self.read_ahead.lock().unwrap_or_else(|e| e.into_inner());
         let held = ahead.start..ahead.start.saturating_add(ahead.bytes.len() as u64);
         if offset >= held.start && end <= held.end {
             let from = (offset - held.start) as usize;
-            buf.copy_from_slice(&ahead.bytes[from..from + buf.len()]);
+            out.extend_from_slice(&ahead.bytes[from..from + len]);
             ahead.next = end;
             return Ok(());
         }
@@ -220,12 +238,14 @@ impl BoltFile {
         let window_end = offset.saturating_add(READ_AHEAD).min(self.data_len);
         if !continues || window_end <= end {
             drop(ahead);
-            return self.read(buf, offset, what);
+            let at = out.len();
+            out.resize(at + len, 0);
+            return self.read_described(&mut out[at..], offset, what);
         }
         let mut window = std::mem::take(&mut ahead.bytes);
         window.resize((window_end - offset) as usize, 0);
-        self.read(&mut window, offset, what)?;
-        buf.copy_from_slice(&window[..buf.len()]);
+        self.read_described(&mut window, offset, what)?;
+        out.extend_from_slice(&window[..len]);
         ahead.start = offset;
         ahead.bytes = window;
         Ok(())
@@ -303,8 +323,10 @@ impl BoltFile {
         }
         let page_size = u64::from(self.meta.page_size);
         let offset = id * page_size;
-        let mut bytes = vec![0; self.meta.page_size as usize];
-        self.read_pages(&mut bytes, offset, &format!("page {id}"))?;
+        let mut bytes = Vec::with_capacity(self.meta.page_size as usize);
+        self.read_pages(&mut bytes, self.meta.page_size as usize, offset, || {
+            format!("page {id}")
+        })?;
         let origin = Origin { page: id, offset };
         let overflow = read_u32(&bytes, 12).unwrap_or_default();
         if overflow > 0 {
@@ -319,13 +341,13 @@ impl BoltFile {
                 ));
             }
             let total = (u64::from(overflow) + 1) * page_size;
-            let mut rest = vec![0; (total - page_size) as usize];
+            bytes.reserve_exact((total - page_size) as usize);
             self.read_pages(
-                &mut rest,
+                &mut bytes,
+                (total - page_size) as usize,
                 offset + page_size,
-                &format!("the {overflow} overflow pages of page {id}"),
+                || format!("the {overflow} overflow pages of page {id}"),
             )?;
-            bytes.extend_from_slice(&rest);
         }
         let whole = bytes.len();
         let Some(page) = Page::new(origin, Bytes::from(bytes)) else {
