@@ -39,7 +39,8 @@
 //!   `telemetry`, `telemetry untraced create`, `telemetry traced guaranteed update`,
 //!   `kube`, `kube decode`, `kube list`, `kube store-list`, `kube store-list RV=Exact`,
 //!   `kube get`..., `kube cache`, `kube cache list`, `kube cache watchers`,
-//!   `kube write throughput`, `offline`, `range stream`), for profiling;
+//!   `kube write throughput`, `offline`, `range stream`; a store-list row's full name
+//!   with `, typed Pod` or `, LazyObject` runs that twin alone), for profiling;
 //! - `--arm apistore|raw|kube`: run only arm A, only arm B, or only the kube section's
 //!   Go side, for profiling (no report);
 //! - `--report PATH`: write the report to PATH; `--no-report`: write no file.
