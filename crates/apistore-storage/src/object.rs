@@ -232,6 +232,8 @@ impl DynamicObject {
                 None => Ok(T::default()),
             }
         }
+        let api_version = take(&mut members, "apiVersion")?;
+        let kind = take(&mut members, "kind")?;
         let metadata = match members.remove("metadata") {
             Some(serde_json::Value::Object(meta)) => ObjectMeta::from_members(meta),
             Some(other) => serde::Deserialize::deserialize(other),
@@ -239,8 +241,8 @@ impl DynamicObject {
         }
         .map_err(|e| <serde_json::Error as serde::de::Error>::custom(format!("metadata: {e}")))?;
         Ok(Self {
-            api_version: take(&mut members, "apiVersion")?,
-            kind: take(&mut members, "kind")?,
+            api_version,
+            kind,
             metadata,
             data: members,
         })
