@@ -18,6 +18,8 @@
 //!   ends with, and the 410s after compaction (`GetList`, `resolveGetListRev`,
 //!   `interpretListError` of `etcd3/store.go`); a large page's values are read back on
 //!   several threads and taken in key order (`read_ahead`, private);
+//!   With a stored selector (apistore-storage's `StoredSelector`, opt-in) a list judges
+//!   its selectors on the plain bytes and decodes only the values they keep;
 //! - [`write`](mod@write): the guaranteed update and the conditional delete, decided once over a
 //!   backend's two transactions ([`CompareAndSwap`]) (`GuaranteedUpdate`,
 //!   `conditionalDelete` of `etcd3/store.go`);

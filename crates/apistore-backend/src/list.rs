@@ -297,7 +297,7 @@ where
             self.items.reserve(kvs.len());
         }
         let mut has_more = more;
-        let mut page = PageReader::new(layers, kvs);
+        let mut page = PageReader::new(layers, predicate, kvs);
         while !page.is_empty() {
             if self.stopped() {
                 return Ok(true);
@@ -316,7 +316,13 @@ where
                 break;
             };
             let item = match read {
-                Ok(item) => item,
+                Ok(Some(item)) => item,
+                // Judged on its stored bytes, and not selected.
+                Ok(None) => {
+                    self.evaluated += 1;
+                    self.last_key = key;
+                    continue;
+                }
                 Err(unread) => {
                     self.unreadable(layers, &key, layers.report_unread(unread))?;
                     // As kube, the next page starts after a corrupt object too.

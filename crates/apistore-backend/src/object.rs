@@ -18,7 +18,8 @@ use std::fmt;
 use std::sync::Arc;
 
 use apistore_storage::{
-    ApiObject, Codec, CorruptObjectError, ResponseMeta, Result, StorageError, Versioner,
+    ApiObject, Codec, CorruptObjectError, ResponseMeta, Result, SelectionPredicate, StorageError,
+    StoredSelector, Versioner,
 };
 use apistore_value::Transformer;
 use apistore_versioning::ApiObjectVersioner;
@@ -47,6 +48,9 @@ pub struct ObjectLayers<T, E = ()> {
     corrupt_objects_reported_as: Option<Arc<str>>,
     /// The most threads a list's page is read back on; 0 for one per core.
     read_threads: usize,
+    /// Judges a list's selectors on the stored bytes, when set: values it drops are
+    /// not decoded.
+    stored_selector: Option<Arc<dyn StoredSelector>>,
 }
 
 impl<T, E: Clone> Clone for ObjectLayers<T, E> {
@@ -58,6 +62,7 @@ impl<T, E: Clone> Clone for ObjectLayers<T, E> {
             decode_errors: self.decode_errors.clone(),
             corrupt_objects_reported_as: self.corrupt_objects_reported_as.clone(),
             read_threads: self.read_threads,
+            stored_selector: self.stored_selector.clone(),
         }
     }
 }
@@ -109,6 +114,7 @@ impl<T, E> ObjectLayers<T, E> {
             decode_errors,
             corrupt_objects_reported_as: None,
             read_threads: 0,
+            stored_selector: None,
         }
     }
 
@@ -128,6 +134,15 @@ impl<T, E> ObjectLayers<T, E> {
         } else {
             self.read_threads
         }
+    }
+
+    /// Lets a list judge its selectors on each value's stored bytes through `selector`
+    /// and decode only the values they keep (see [`StoredSelector`]: the list is the
+    /// same, but a value the selectors drop is never decoded, so a fault only
+    /// its decode would find fails no list); `None` (the default) decodes every value
+    /// first, as kube-apiserver does.
+    pub fn set_stored_selector(&mut self, selector: Option<Arc<dyn StoredSelector>>) {
+        self.stored_selector = selector;
     }
 
     /// Turns kube's `AllowUnsafeMalformedObjectDeletion` behaviour on for a store of
@@ -234,13 +249,53 @@ where
         value: Bytes,
         rev: i64,
     ) -> std::result::Result<T, UnreadValue> {
-        let (data, _) = self
-            .transform_from_storage(key, value)
+        let data = self.plain_for_read(key, value)?;
+        self.decode_for_read(key, &data, rev)
+    }
+
+    /// [`Self::read_stored`] for a list selecting with `predicate`: `Ok(None)` when the
+    /// [stored selector](Self::set_stored_selector) finds from the plain bytes that the
+    /// object does not match, which is then not decoded. Otherwise the object decoded,
+    /// which the caller still judges itself.
+    pub fn read_selected(
+        &self,
+        key: &str,
+        value: Bytes,
+        rev: i64,
+        predicate: &SelectionPredicate,
+    ) -> std::result::Result<Option<T>, UnreadValue> {
+        let data = self.plain_for_read(key, value)?;
+        let dropped = match &self.stored_selector {
+            Some(selector) if !predicate.is_empty() => {
+                selector.matches_stored(&data, predicate) == Some(false)
+            }
+            _ => false,
+        };
+        if dropped {
+            return Ok(None);
+        }
+        self.decode_for_read(key, &data, rev).map(Some)
+    }
+
+    /// A read's stored value transformed back to plain bytes, a failure not yet
+    /// reported.
+    fn plain_for_read(&self, key: &str, value: Bytes) -> std::result::Result<Bytes, UnreadValue> {
+        self.transform_from_storage(key, value)
+            .map(|(data, _)| data)
             .map_err(|error| UnreadValue {
                 error,
                 undecodable: false,
-            })?;
-        self.decode_uncounted(key, &data, rev)
+            })
+    }
+
+    /// A read's plain bytes decoded, a failure not yet reported.
+    fn decode_for_read(
+        &self,
+        key: &str,
+        data: &[u8],
+        rev: i64,
+    ) -> std::result::Result<T, UnreadValue> {
+        self.decode_uncounted(key, data, rev)
             .map_err(|error| UnreadValue {
                 error,
                 undecodable: true,

@@ -10,11 +10,14 @@
 //! error it names do not change. A failure is reported (to
 //! [`DecodeErrors`](crate::object::DecodeErrors)) only when the list reaches it, so a
 //! value read ahead that the list never takes (it stopped at its limit, or at its
-//! hundredth corrupt object) counts nowhere, as it would not have been read.
+//! hundredth corrupt object) counts nowhere, as it would not have been read. With a
+//! stored selector ([`ObjectLayers::set_stored_selector`]) each thread also judges the
+//! selectors on the plain bytes and decodes only the values they keep.
 
 use std::sync::OnceLock;
 use std::thread;
 
+use apistore_storage::SelectionPredicate;
 use bytes::Bytes;
 
 use crate::list::ListKey;
@@ -31,13 +34,17 @@ pub(crate) fn cores() -> usize {
     *CORES.get_or_init(|| thread::available_parallelism().map_or(1, usize::from))
 }
 
+/// What reading one stored value back gave: `None` when the stored selector dropped it.
+type ReadValue<T> = Result<Option<T>, UnreadValue>;
+
 /// A value read back, with its key.
-type Read<K, T> = (K, Result<T, UnreadValue>);
+type Read<K, T> = (K, ReadValue<T>);
 
 /// The values of one page, read back on demand: one at a time on the caller's thread,
 /// or, while enough are left, a batch at once on several threads.
 pub(crate) struct PageReader<'l, T, E, K, I> {
     layers: &'l ObjectLayers<T, E>,
+    predicate: &'l SelectionPredicate,
     stored: I,
     read: std::vec::IntoIter<Read<K, T>>,
     threads: usize,
@@ -54,10 +61,16 @@ where
     K: ListKey + Send,
     I: ExactSizeIterator<Item = (K, Bytes, i64)>,
 {
-    /// A reader of `stored`, `(key, stored value, mod revision)` in key order.
-    pub(crate) fn new(layers: &'l ObjectLayers<T, E>, stored: I) -> Self {
+    /// A reader of `stored`, `(key, stored value, mod revision)` in key order, for a
+    /// list selecting with `predicate`.
+    pub(crate) fn new(
+        layers: &'l ObjectLayers<T, E>,
+        predicate: &'l SelectionPredicate,
+        stored: I,
+    ) -> Self {
         Self {
             layers,
+            predicate,
             stored,
             read: Vec::new().into_iter(),
             threads: layers.read_threads(),
@@ -82,11 +95,14 @@ where
         if threads > 1 {
             self.least_batch = batch.saturating_mul(2);
             let stored = self.stored.by_ref().take(batch).collect();
-            self.read = read_on_threads(self.layers, stored, threads, |_| true).into_iter();
+            self.read =
+                read_on_threads(self.layers, self.predicate, stored, threads, |_| true).into_iter();
             return self.read.next();
         }
         let (key, value, rev) = self.stored.next()?;
-        let read = self.layers.read_stored(&key.text(), value, rev);
+        let read = self
+            .layers
+            .read_selected(&key.text(), value, rev, self.predicate);
         Some((key, read))
     }
 }
@@ -97,6 +113,7 @@ where
 /// index from 1: the tests' stand-in for a system out of threads).
 fn read_on_threads<T, E, K>(
     layers: &ObjectLayers<T, E>,
+    predicate: &SelectionPredicate,
     mut stored: Vec<(K, Bytes, i64)>,
     threads: usize,
     may_start: impl Fn(usize) -> bool,
@@ -108,12 +125,14 @@ where
 {
     let per_thread = stored.len().div_ceil(threads.max(1)).max(1);
     // Each value is taken out of its slot as it is read; the keys stay for the results.
-    let read_run = |run: &mut [(K, Bytes, i64)]| -> Vec<Result<T, UnreadValue>> {
+    let read_run = |run: &mut [(K, Bytes, i64)]| -> Vec<ReadValue<T>> {
         run.iter_mut()
-            .map(|(key, value, rev)| layers.read_stored(&key.text(), std::mem::take(value), *rev))
+            .map(|(key, value, rev)| {
+                layers.read_selected(&key.text(), std::mem::take(value), *rev, predicate)
+            })
             .collect()
     };
-    let mut parts: Vec<Option<Vec<Result<T, UnreadValue>>>> = thread::scope(|scope| {
+    let mut parts: Vec<Option<Vec<ReadValue<T>>>> = thread::scope(|scope| {
         let mut runs = stored.chunks_mut(per_thread);
         let first = runs.next();
         // The other runs' threads start before this thread reads the first run.
@@ -161,7 +180,9 @@ mod tests {
     use std::sync::{Arc, Mutex};
     use std::thread::ThreadId;
 
-    use apistore_storage::{DynamicObject, JsonCodec, LabelSelector, SelectionPredicate};
+    use apistore_storage::{
+        Codec, CodecError, DynamicObject, JsonCodec, LabelSelector, SelectByView,
+    };
     use apistore_value::{AesGcmTransformer, Plaintext, Transformer};
     use proptest::prelude::*;
 
@@ -218,6 +239,30 @@ mod tests {
         Undecodable,
         /// Bytes that do not decrypt.
         Untransformable,
+        /// A ConfigMap labelled app=db that the list's codec refuses (a body fault
+        /// only its decode finds), though JSON reads it.
+        DbFault,
+    }
+
+    /// The JSON codec, counting its decodes and refusing values that hold `fault`.
+    #[derive(Default)]
+    struct Counting {
+        json: JsonCodec<DynamicObject>,
+        decodes: AtomicUsize,
+    }
+
+    impl Codec<DynamicObject> for Counting {
+        fn encode(&self, object: &DynamicObject) -> Result<Bytes, CodecError> {
+            self.json.encode(object)
+        }
+
+        fn decode(&self, data: &[u8]) -> Result<DynamicObject, CodecError> {
+            self.decodes.fetch_add(1, Ordering::Relaxed);
+            if data.windows(5).any(|w| w == b"fault") {
+                return Err(CodecError::Decode("a body fault".into()));
+            }
+            self.json.decode(data)
+        }
     }
 
     fn stored_values(values: &[Stored], transformer: &Noting) -> Vec<(String, Bytes, i64)> {
@@ -238,6 +283,12 @@ mod tests {
                 let plain = match stored {
                     Stored::Web => json("web"),
                     Stored::Db => json("db"),
+                    Stored::DbFault => {
+                        let mut object: serde_json::Value =
+                            serde_json::from_slice(&json("db")).unwrap();
+                        object["data"] = serde_json::json!({"a": "fault"});
+                        Bytes::from(serde_json::to_vec(&object).unwrap())
+                    }
                     Stored::Undecodable | Stored::Untransformable => {
                         Bytes::from_static(b"{not json")
                     }
@@ -264,19 +315,47 @@ mod tests {
         select_web: bool,
         unsafe_deletion: bool,
     ) -> (String, usize) {
+        let (summary, threads, _) = list_with(
+            values,
+            read_threads,
+            limit,
+            select_web,
+            unsafe_deletion,
+            false,
+        );
+        (summary, threads)
+    }
+
+    /// [`list`], with a stored selector reading values as plain JSON when
+    /// `stored_selector`; also returns how many values the list's codec decoded.
+    fn list_with(
+        values: &[Stored],
+        read_threads: usize,
+        limit: i64,
+        select_web: bool,
+        unsafe_deletion: bool,
+        stored_selector: bool,
+    ) -> (String, usize, usize) {
         let transformer = Arc::new(Noting {
             aes: AesGcmTransformer::new(&[7; 32]).unwrap(),
             threads: Mutex::new(HashSet::new()),
         });
         let decode_errors = Counted::default();
+        let codec = Arc::new(Counting::default());
         let mut layers: ObjectLayers<DynamicObject, Counted> = ObjectLayers::new(
-            Arc::new(JsonCodec::<DynamicObject>::default()),
+            Arc::clone(&codec) as Arc<dyn Codec<DynamicObject>>,
             Arc::clone(&transformer) as Arc<dyn Transformer>,
             decode_errors.clone(),
         );
         layers.set_read_threads(read_threads);
         layers
             .set_unsafe_malformed_object_deletion(unsafe_deletion.then(|| Arc::from("configmaps")));
+        if stored_selector {
+            layers.set_stored_selector(Some(Arc::new(SelectByView::new(Arc::new(JsonCodec::<
+                DynamicObject,
+            >::new(
+            ))))));
+        }
         let stored = stored_values(values, &transformer);
         let predicate = SelectionPredicate {
             label: if select_web {
@@ -339,7 +418,7 @@ mod tests {
             .threads
             .lock()
             .map_or(0, |threads| threads.len());
-        (summary, threads)
+        (summary, threads, codec.decodes.load(Ordering::Relaxed))
     }
 
     /// A page of a thousand values is read on the threads asked for, and the list is the
@@ -392,10 +471,11 @@ mod tests {
             reads
                 .into_iter()
                 .map(|(key, read)| match read {
-                    Ok(object) => format!(
+                    Ok(Some(object)) => format!(
                         "{key}: {} {:?}",
                         object.metadata.name, object.metadata.labels
                     ),
+                    Ok(None) => format!("{key}: dropped unread"),
                     Err(unread) => format!("{key}: unread {}", layers.report_unread(unread)),
                 })
                 .collect()
@@ -404,19 +484,85 @@ mod tests {
             stored
                 .iter()
                 .map(|(key, value, rev)| {
-                    (key.clone(), layers.read_stored(key, value.clone(), *rev))
+                    let read = layers.read_stored(key, value.clone(), *rev).map(Some);
+                    (key.clone(), read)
                 })
                 .collect(),
         );
         assert_eq!(in_turn.len(), 900);
         for refused in [vec![1, 2, 3], vec![2], vec![1, 3]] {
-            let reads = read_on_threads(&layers, stored.clone(), 4, |run| !refused.contains(&run));
+            let everything = SelectionPredicate::everything();
+            let reads = read_on_threads(&layers, &everything, stored.clone(), 4, |run| {
+                !refused.contains(&run)
+            });
             assert_eq!(summary(reads), in_turn, "runs {refused:?} refused");
         }
         // Reading reported nothing itself: each of the four summaries reported each value
         // that does not decode once, through `report_unread`.
         let undecodable = values.iter().filter(|v| **v == Stored::Undecodable).count();
         assert_eq!(decode_errors.0.load(Ordering::Relaxed), 4 * undecodable);
+    }
+
+    /// A stored selector decodes only what the selector keeps, and the list is the
+    /// one decoding every value gives, on one thread or several, paged or whole; a value
+    /// the selector cannot read is decoded, and fails, as without it.
+    #[test]
+    fn a_stored_selector_decodes_only_the_selected_values_to_the_same_list() {
+        let values: Vec<Stored> = (0..1000)
+            .map(|i| match i % 7 {
+                0 | 3 => Stored::Db,
+                5 if i % 3 == 0 => Stored::Undecodable,
+                6 if i % 5 == 0 => Stored::Untransformable,
+                _ => Stored::Web,
+            })
+            .collect();
+        let count = |kind: Stored| values.iter().filter(|v| **v == kind).count();
+        let (web, db, undecodable) = (
+            count(Stored::Web),
+            count(Stored::Db),
+            count(Stored::Undecodable),
+        );
+        for (threads, limit, unsafe_deletion) in [(1, 0, true), (4, 0, true), (1, 300, true)] {
+            let (every, _, every_decodes) =
+                list_with(&values, threads, limit, true, unsafe_deletion, false);
+            let (selected, _, selected_decodes) =
+                list_with(&values, threads, limit, true, unsafe_deletion, true);
+            assert_eq!(selected, every);
+            if limit == 0 {
+                assert_eq!(every_decodes, web + db + undecodable);
+                assert_eq!(selected_decodes, web + undecodable);
+            } else {
+                assert!(selected_decodes < every_decodes, "{selected_decodes}");
+            }
+        }
+        // A list that selects everything decodes everything, selector or not.
+        let (every, _, every_decodes) = list_with(&values, 1, 0, false, true, false);
+        assert_eq!(
+            list_with(&values, 1, 0, false, true, true),
+            (every, 1, every_decodes)
+        );
+    }
+
+    /// The one way a stored selector changes a list: a value it drops is never
+    /// decoded, so a fault only the decode finds fails no list that does not select it
+    /// (kube-apiserver's store fails every list that reads it). A list that selects the
+    /// value still fails on it.
+    #[test]
+    fn a_dropped_value_is_never_decoded_so_its_body_fault_fails_no_list() {
+        let values = [Stored::Web, Stored::DbFault, Stored::Web];
+        let (every, _, _) = list_with(&values, 1, 0, true, false, false);
+        assert!(
+            every.contains("failed: ") && every.contains("a body fault"),
+            "{every}"
+        );
+        let (selected, _, decodes) = list_with(&values, 1, 0, true, false, true);
+        assert!(
+            selected.contains(r#"items ["cm-00000", "cm-00002"]"#) && !selected.contains("fault"),
+            "{selected}"
+        );
+        assert_eq!(decodes, 2);
+        let (everything, _, _) = list_with(&values, 1, 0, false, false, true);
+        assert!(everything.contains("a body fault"), "{everything}");
     }
 
     fn stored_value(corrupt_per_mille: u32) -> impl Strategy<Value = Stored> {
@@ -445,7 +591,11 @@ mod tests {
         ) {
             let (alone, _) = list(&values, 1, limit, select_web, unsafe_deletion);
             let (parallel, _) = list(&values, threads, limit, select_web, unsafe_deletion);
-            prop_assert_eq!(parallel, alone);
+            prop_assert_eq!(&parallel, &alone);
+            // With a stored selector, on several threads: the same list again.
+            let (selected, _, _) =
+                list_with(&values, threads, limit, select_web, unsafe_deletion, true);
+            prop_assert_eq!(selected, alone);
         }
     }
 }

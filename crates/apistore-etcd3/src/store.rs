@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use apistore_backend::{KeyScope, ObjectLayers, ResourceConfig};
 use apistore_storage::{
-    ApiObject, Codec, GetOptions, JsonCodec, KubeVersion, Result, StorageError,
+    ApiObject, Codec, GetOptions, JsonCodec, KubeVersion, Result, StorageError, StoredSelector,
 };
 use apistore_telemetry::StorageMetrics;
 use apistore_value::{IdentityTransformer, Transformer};
@@ -201,6 +201,15 @@ where
     /// thread alone): see [`ObjectLayers::set_read_threads`](apistore_backend::ObjectLayers::set_read_threads).
     pub fn with_read_threads(mut self, threads: usize) -> Self {
         self.layers.set_read_threads(threads);
+        self
+    }
+
+    /// Lets a list judge its selectors on each value's stored bytes through
+    /// `selector` and decode only the values they keep (builder style; off by default,
+    /// as in kube-apiserver): see
+    /// [`ObjectLayers::set_stored_selector`](apistore_backend::ObjectLayers::set_stored_selector).
+    pub fn with_stored_selector(mut self, selector: Arc<dyn StoredSelector>) -> Self {
+        self.layers.set_stored_selector(Some(selector));
         self
     }
 

@@ -15,7 +15,9 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use apistore_backend::{KeyScope, ObjectLayers, ResourceConfig};
-use apistore_storage::{ApiObject, Codec, GetOptions, JsonCodec, Result, StorageError};
+use apistore_storage::{
+    ApiObject, Codec, GetOptions, JsonCodec, Result, StorageError, StoredSelector,
+};
 use apistore_value::{IdentityTransformer, Transformer};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
@@ -111,6 +113,15 @@ where
     /// thread alone): see [`ObjectLayers::set_read_threads`](apistore_backend::ObjectLayers::set_read_threads).
     pub fn with_read_threads(mut self, threads: usize) -> Self {
         self.layers.set_read_threads(threads);
+        self
+    }
+
+    /// Lets a list judge its selectors on each value's stored bytes through
+    /// `selector` and decode only the values they keep (builder style; off by default,
+    /// as in kube-apiserver): see
+    /// [`ObjectLayers::set_stored_selector`](apistore_backend::ObjectLayers::set_stored_selector).
+    pub fn with_stored_selector(mut self, selector: Arc<dyn StoredSelector>) -> Self {
+        self.layers.set_stored_selector(Some(selector));
         self
     }
 

@@ -74,7 +74,7 @@ pub use carry::UnknownField;
 pub use codec::{MediaType, PartialRead, StorageCodec, UnknownFieldsObserver};
 pub use envelope::PROTOBUF_MAGIC;
 pub use error::{ProtobufError, Result, WouldDropFields};
-pub use lazy::{LazyCodec, LazyObject};
+pub use lazy::{LazyCodec, LazyObject, LazySelector};
 pub use sizes::MetadataSizes;
 #[cfg(feature = "k8s-openapi")]
 pub use typed::FromKubeProtobuf;

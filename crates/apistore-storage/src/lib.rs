@@ -41,6 +41,7 @@ pub mod selector;
 mod shared;
 mod stats;
 mod status;
+mod stored_selector;
 mod transformation;
 mod watch;
 
@@ -71,6 +72,7 @@ pub use selector::{FieldSelector, LabelSelector, SelectorError};
 pub use shared::Shared;
 pub use stats::{KeysFn, KeysFuture, Stats};
 pub use status::{Status, StatusCause, StatusDetails, StatusListMeta, StatusReason};
+pub use stored_selector::{SelectByView, StoredSelector};
 pub use transformation::TransformationType;
 pub use watch::{WatchEvent, WatchStream};
 

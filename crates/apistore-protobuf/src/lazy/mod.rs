@@ -56,6 +56,7 @@ mod managed;
 #[cfg(test)]
 mod managed_tests;
 mod meta;
+mod selector;
 #[cfg(test)]
 mod tests;
 
@@ -69,6 +70,7 @@ use serde_json::{Map, Value};
 pub use codec::LazyCodec;
 use layout::{Layout, MetaField};
 use managed::{decode_partial_metadata, managed_tag};
+pub use selector::LazySelector;
 
 use crate::{KubeProtobuf, ProtobufError, Result, de as pb_de, is_protobuf};
 
