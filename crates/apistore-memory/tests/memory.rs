@@ -1,17 +1,20 @@
 //! What the in-memory store offers beyond the shared conformance suite: TTLs on a manual
 //! clock, the bounded history's 410s, progress requests, encryption at rest with stale
-//! rewrites, one revision across stores. (The tokens' bytes are a suite case.)
+//! rewrites, one revision across stores, selectors judged on the stored bytes. (The
+//! tokens' bytes are a suite case.)
 
 // A failed step must fail the test loudly.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use apistore_memory::{KvConfig, ManualClock, MemoryKv, MemoryStore, MemoryStoreConfig};
 use apistore_storage::{
-    DynamicObject, GetOptions, ListOptions, ResourceVersionMatch, Storage, Update, UpdateOptions,
-    WatchEvent, WatchStream,
+    DynamicObject, GetOptions, JsonCodec, ListOptions, ObjectList, ResourceVersionMatch,
+    SelectByView, SelectionPredicate, Storage, StoredSelector, Update, UpdateOptions, WatchEvent,
+    WatchStream,
 };
 use apistore_value::EncryptionConfig;
 use futures::StreamExt;
@@ -264,4 +267,57 @@ async fn stores_of_one_key_space_share_its_revision() {
     assert_eq!(cm.metadata.resource_version, "3");
     let list = pods.list("pods", &from("")).await.unwrap();
     assert_eq!(list.metadata.resource_version, "3");
+}
+
+/// A [`SelectByView`] that counts the values it is asked about.
+struct CountingSelector {
+    view: SelectByView<DynamicObject>,
+    asked: AtomicUsize,
+}
+
+impl StoredSelector for CountingSelector {
+    fn matches_stored(&self, data: &[u8], predicate: &SelectionPredicate) -> Option<bool> {
+        self.asked.fetch_add(1, Ordering::Relaxed);
+        self.view.matches_stored(data, predicate)
+    }
+}
+
+#[tokio::test]
+async fn a_stored_selector_lists_what_decoding_every_value_lists() {
+    let kv = MemoryKv::new(KvConfig::default());
+    let plain = store(&kv, "pods");
+    for i in 0..400 {
+        let mut object = pod(&format!("p-{i:03}"));
+        let tier = if i % 9 == 0 { "db" } else { "web" };
+        object
+            .metadata
+            .labels
+            .insert("tier".to_owned(), tier.to_owned());
+        plain
+            .create(&format!("pods/ns/p-{i:03}"), object, 0)
+            .await
+            .unwrap();
+    }
+    let selector = Arc::new(CountingSelector {
+        view: SelectByView::new(Arc::new(JsonCodec::<DynamicObject>::new())),
+        asked: AtomicUsize::new(0),
+    });
+    let selected = store(&kv, "pods").with_stored_selector(Arc::clone(&selector) as _);
+    let summary = |list: ObjectList<DynamicObject>| {
+        let names: Vec<String> = list.items.iter().map(|o| o.metadata.name.clone()).collect();
+        (names, list.metadata.continue_token)
+    };
+    for (labels, limit) in [("tier=db", 0), ("tier=db", 10), ("tier!=db", 300), ("", 50)] {
+        let options = from("").labels(labels).unwrap().limit(limit);
+        let every = summary(plain.list("pods/ns", &options).await.unwrap());
+        assert!(!every.0.is_empty());
+        assert_eq!(
+            summary(selected.list("pods/ns", &options).await.unwrap()),
+            every,
+            "{labels} {limit}"
+        );
+    }
+    // Asked about every value the selecting lists read (none for the list without a
+    // selector): 400, at least 10 db Pods' worth, and 300 and more.
+    assert!(selector.asked.load(Ordering::Relaxed) >= 400 + 90 + 300);
 }
