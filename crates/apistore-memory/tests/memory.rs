@@ -17,6 +17,7 @@ use apistore_storage::{
     WatchStream,
 };
 use apistore_value::EncryptionConfig;
+use bytes::Bytes;
 use futures::StreamExt;
 
 const TIMEOUT: Duration = Duration::from_secs(10);
@@ -276,7 +277,7 @@ struct CountingSelector {
 }
 
 impl StoredSelector for CountingSelector {
-    fn matches_stored(&self, data: &[u8], predicate: &SelectionPredicate) -> Option<bool> {
+    fn matches_stored(&self, data: &Bytes, predicate: &SelectionPredicate) -> Option<bool> {
         self.asked.fetch_add(1, Ordering::Relaxed);
         self.view.matches_stored(data, predicate)
     }

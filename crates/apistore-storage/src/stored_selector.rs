@@ -17,6 +17,8 @@
 use std::fmt;
 use std::sync::Arc;
 
+use bytes::Bytes;
+
 use crate::{ApiObject, Codec, SelectionPredicate};
 
 /// Judges a list's selectors on an object's plain stored bytes (after the value
@@ -28,8 +30,8 @@ use crate::{ApiObject, Codec, SelectionPredicate};
 pub trait StoredSelector: Send + Sync {
     /// Whether the object stored as `data` matches `predicate` (never an empty one),
     /// or `None` when the bytes do not tell: the object is then decoded and judged as
-    /// usual.
-    fn matches_stored(&self, data: &[u8], predicate: &SelectionPredicate) -> Option<bool>;
+    /// usual. `data` is shared, not copied: a selector may hold it while it judges.
+    fn matches_stored(&self, data: &Bytes, predicate: &SelectionPredicate) -> Option<bool>;
 }
 
 /// A [`StoredSelector`] that reads each value as a lighter type `V` whose labels and
@@ -56,7 +58,7 @@ impl<V> fmt::Debug for SelectByView<V> {
 }
 
 impl<V: ApiObject + 'static> StoredSelector for SelectByView<V> {
-    fn matches_stored(&self, data: &[u8], predicate: &SelectionPredicate) -> Option<bool> {
+    fn matches_stored(&self, data: &Bytes, predicate: &SelectionPredicate) -> Option<bool> {
         let view = self.codec.decode(data).ok()?;
         Some(predicate.matches(&view))
     }
@@ -78,8 +80,9 @@ mod tests {
     #[test]
     fn a_view_judges_as_the_decoded_object_and_declines_what_it_cannot_read() {
         let selector = SelectByView::new(Arc::new(JsonCodec::<DynamicObject>::new()));
-        let stored =
-            br#"{"apiVersion":"v1","kind":"Pod","metadata":{"name":"p","labels":{"app":"web"}}}"#;
+        let stored = &Bytes::from_static(
+            br#"{"apiVersion":"v1","kind":"Pod","metadata":{"name":"p","labels":{"app":"web"}}}"#,
+        );
         assert_eq!(
             selector.matches_stored(stored, &predicate("app=web")),
             Some(true)
@@ -89,7 +92,7 @@ mod tests {
             Some(false)
         );
         assert_eq!(
-            selector.matches_stored(b"\x00not json", &predicate("app=web")),
+            selector.matches_stored(&Bytes::from_static(b"\x00not json"), &predicate("app=web")),
             None
         );
         assert!(format!("{selector:?}").contains("DynamicObject"));

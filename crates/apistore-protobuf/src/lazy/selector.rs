@@ -68,11 +68,13 @@ impl fmt::Debug for LazySelector {
 }
 
 impl StoredSelector for LazySelector {
-    fn matches_stored(&self, data: &[u8], predicate: &SelectionPredicate) -> Option<bool> {
+    fn matches_stored(&self, data: &Bytes, predicate: &SelectionPredicate) -> Option<bool> {
         if !is_protobuf(data) {
             return None;
         }
-        let object = LazyObject::decode(self.protobuf, Bytes::copy_from_slice(data)).ok()?;
+        // Shared, not copied: the object is dropped once judged, so it keeps no larger
+        // read alive.
+        let object = LazyObject::decode(self.protobuf, data.clone()).ok()?;
         let mut fields = object.fields();
         for (name, path) in &self.fields {
             let path: Vec<&str> = path.iter().map(String::as_str).collect();
@@ -166,7 +168,7 @@ mod tests {
             let readable = LazyObject::decode(selector.protobuf, Bytes::from(stored.clone()));
             for predicate in predicates_about(&whole.metadata.labels, &fields) {
                 let want = predicate.matches_object_attributes(&whole.metadata.labels, &fields);
-                let got = selector.matches_stored(&stored, &predicate);
+                let got = selector.matches_stored(&Bytes::from(stored.clone()), &predicate);
                 let want = readable.is_ok().then_some(want);
                 assert_eq!(got, want, "{file} {case}: {predicate:?}");
                 judged += 1;
@@ -193,12 +195,16 @@ mod tests {
         let selector = LazySelector::for_kube(KubeVersion::V1_31).with_field("spec.nodeName");
         let by_node = predicate("", "spec.nodeName=node-1");
         let json = br#"{"apiVersion":"v1","kind":"Pod","metadata":{"name":"p"}}"#;
-        assert_eq!(selector.matches_stored(json, &by_node), None);
-        assert_eq!(selector.matches_stored(b"k8s\x00\xff\xff", &by_node), None);
-        let pod = realistic_pod();
+        assert_eq!(
+            selector.matches_stored(&Bytes::from_static(json), &by_node),
+            None
+        );
+        let garbage = Bytes::from_static(b"k8s\x00\xff\xff");
+        assert_eq!(selector.matches_stored(&garbage, &by_node), None);
+        let pod = Bytes::from(realistic_pod());
         assert!(selector.matches_stored(&pod, &by_node).is_some());
         // spec (2) with nodeName (10) as a varint where a string belongs.
-        let broken = with_field(&pod, &[2], &[10 << 3, 1]);
+        let broken = Bytes::from(with_field(&pod, &[2], &[10 << 3, 1]));
         assert!(dynamic_codec().decode(&broken).is_err());
         assert_eq!(selector.matches_stored(&broken, &by_node), None);
         // A selector without fields judges labels alone on the same bytes.
