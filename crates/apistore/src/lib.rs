@@ -132,8 +132,8 @@ pub use apistore_memory::{
 };
 #[doc(inline)]
 pub use apistore_protobuf::{
-    KubeProtobuf, LazyCodec, LazyObject, MediaType, PartialRead, ProtobufError, StorageCodec,
-    UnknownField, UnknownFieldsObserver,
+    KubeProtobuf, LazyCodec, LazyObject, LazySelector, MediaType, PartialRead, ProtobufError,
+    StorageCodec, UnknownField, UnknownFieldsObserver,
 };
 #[doc(inline)]
 pub use apistore_storage::*;
