@@ -3,16 +3,17 @@
 //! kube-apiserver's store decodes every value a list reads and only then asks the
 //! selectors about it: a list of the Pods on one node (`spec.nodeName=`) decodes every
 //! Pod of the cluster to return a hundredth of them. When a lighter reading of the same
-//! bytes gives the labels and fields a selector looks at (a
-//! `LazyObject`, which decodes the metadata and reads `spec.nodeName` straight from the
-//! protobuf), a store can ask the selectors first and decode only the objects they keep.
+//! bytes gives the labels and fields a selector looks at (a `LazyObject`, which decodes
+//! the metadata and reads `spec.nodeName` straight from the protobuf), a store can ask
+//! the selectors first and decode only the objects they keep.
 //!
 //! It is opt-in (apistore-backend's `ObjectLayers::set_stored_selector`, and each
-//! store's `with_stored_selector`), and the list is the same either way but in one respect: a value the selector
-//! drops is never decoded, so a fault only the full decode would find (a body that
-//! does not decode under metadata that does) fails no list that does not select the
-//! object, where kube-apiserver fails every list that reads it. A value the lighter
-//! reading cannot read at all is decoded as usual, and its error is the usual one.
+//! store's `with_stored_selector`), and the list is the same either way but in one
+//! respect: a value the selector drops is never decoded, so a fault only the full
+//! decode would find (a body that does not decode under metadata that does) fails no
+//! list that does not select the object, where kube-apiserver fails every list that
+//! reads it. A value the lighter reading cannot read at all is decoded as usual, and
+//! its error is the usual one.
 
 use std::fmt;
 use std::sync::Arc;
