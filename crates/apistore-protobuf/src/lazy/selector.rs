@@ -76,7 +76,13 @@ impl StoredSelector for LazySelector {
         // read alive.
         let object = LazyObject::decode(self.protobuf, data.clone()).ok()?;
         let mut fields = object.fields();
-        for (name, path) in &self.fields {
+        // A selector on labels alone looks at no field: the body is not read for it.
+        let named = if predicate.field.is_empty() {
+            &[][..]
+        } else {
+            &self.fields[..]
+        };
+        for (name, path) in named {
             let path: Vec<&str> = path.iter().map(String::as_str).collect();
             if let Some(text) = object.field_str(&path).ok()? {
                 fields.insert(name.clone(), text.into_owned());
