@@ -40,6 +40,14 @@ pub(crate) enum XtaskError {
     /// A command ran and failed.
     #[error("step failed: `{command}` ({status})")]
     StepFailed { command: String, status: ExitStatus },
+    /// A command ran past its time limit and was killed.
+    #[error("step timed out: `{command}` ran over {limit_secs} s and was killed ({threads})")]
+    StepTimedOut {
+        command: String,
+        limit_secs: u64,
+        /// Its threads when killed: name and what each waited in, from `/proc`.
+        threads: String,
+    },
     /// Go is needed (to build etcd 3.5 or 3.6, or the reference harness) and missing.
     #[error("{0}")]
     GoMissing(String),

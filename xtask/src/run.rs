@@ -2,7 +2,8 @@
 //! that names the command.
 
 use std::path::Path;
-use std::process::{Command, Stdio};
+use std::process::{Command, ExitStatus, Stdio};
+use std::time::{Duration, Instant};
 
 use crate::error::{Result, XtaskError};
 
@@ -40,6 +41,46 @@ pub(crate) fn run_step(cmd: &mut Command) -> Result<()> {
         command: line.clone(),
         source,
     })?;
+    step_result(line, status)
+}
+
+/// [`run_step`] for a command that could hang (a test binary): killed, with an error
+/// naming it and what its threads were waiting in, once it has run for `limit`. A hang
+/// then fails the one step instead of using up CI's whole time.
+pub(crate) fn run_step_within(cmd: &mut Command, limit: Duration) -> Result<()> {
+    let line = command_line(cmd);
+    println!("==> {line}");
+    let mut child = cmd.spawn().map_err(|source| XtaskError::Spawn {
+        command: line.clone(),
+        source,
+    })?;
+    let started = Instant::now();
+    let status = loop {
+        let waited = child.try_wait().map_err(|source| XtaskError::Spawn {
+            command: line.clone(),
+            source,
+        })?;
+        if let Some(status) = waited {
+            break status;
+        }
+        if started.elapsed() >= limit {
+            let threads = thread_states(child.id());
+            // Already gone is fine: the wait below reaps it either way.
+            let _ = child.kill();
+            let _ = child.wait();
+            return Err(XtaskError::StepTimedOut {
+                command: line,
+                limit_secs: limit.as_secs(),
+                threads,
+            });
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    step_result(line, status)
+}
+
+/// A finished step's exit status as a result naming the command.
+fn step_result(line: String, status: ExitStatus) -> Result<()> {
     if status.success() {
         Ok(())
     } else {
@@ -48,6 +89,27 @@ pub(crate) fn run_step(cmd: &mut Command) -> Result<()> {
             status,
         })
     }
+}
+
+/// Each thread of process `pid` as `name:wait-channel`, from `/proc` (Linux): enough to
+/// tell a test stuck in a lock or a join from one stuck on a socket.
+fn thread_states(pid: u32) -> String {
+    let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
+        return "its threads could not be read".to_owned();
+    };
+    let mut threads: Vec<String> = tasks
+        .flatten()
+        .map(|task| {
+            let read = |file: &str| {
+                std::fs::read_to_string(task.path().join(file))
+                    .map(|text| text.trim().to_owned())
+                    .unwrap_or_default()
+            };
+            format!("{}:{}", read("comm"), read("wchan"))
+        })
+        .collect();
+    threads.sort();
+    threads.join(", ")
 }
 
 /// The first line `program <args>` writes to its standard output (its `--version`,
@@ -63,4 +125,34 @@ pub(crate) fn first_output_line(program: &Path, args: &[&str]) -> Option<String>
         .lines()
         .next()
         .map(str::to_owned)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_step_past_its_limit_is_killed_and_named() {
+        let started = Instant::now();
+        let result = run_step_within(Command::new("sleep").arg("30"), Duration::from_millis(300));
+        assert!(started.elapsed() < Duration::from_secs(10), "not killed");
+        match result {
+            Err(XtaskError::StepTimedOut {
+                command, threads, ..
+            }) => {
+                assert_eq!(command, "sleep 30");
+                assert!(threads.starts_with("sleep:"), "{threads}");
+            }
+            other => panic!("expected a time-out, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn a_step_within_its_limit_reports_its_own_result() {
+        assert!(run_step_within(&mut Command::new("true"), Duration::from_secs(60)).is_ok());
+        assert!(matches!(
+            run_step_within(&mut Command::new("false"), Duration::from_secs(60)),
+            Err(XtaskError::StepFailed { .. })
+        ));
+    }
 }

@@ -11,11 +11,12 @@
 use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
+use std::time::Duration;
 
 use serde_json::Value;
 
 use crate::error::{Result, XtaskError};
-use crate::run::{command_line, run_step};
+use crate::run::{command_line, run_step_within};
 
 /// A binary the workspace build produced.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -159,6 +160,10 @@ fn package_name(package_id: &str, package_dir: &Path) -> String {
         .to_owned()
 }
 
+/// How long one test binary may run. The longest take under a minute here (two cores);
+/// a binary past this has hung, and is killed so that the rest still run.
+const TEST_BINARY_LIMIT: Duration = Duration::from_secs(15 * 60);
+
 /// Runs each binary from its package's directory with these environment variables
 /// and arguments, going on after a failure; fails at the end naming every binary
 /// that failed.
@@ -177,7 +182,7 @@ pub(crate) fn run_all<'a>(
             command.env(key, value);
         }
         println!("\n--- {} ({})", binary.target, binary.package);
-        if let Err(error) = run_step(&mut command) {
+        if let Err(error) = run_step_within(&mut command, TEST_BINARY_LIMIT) {
             eprintln!("xtask: {error}");
             failed.push(format!("{} ({})", binary.target, binary.package));
         }

@@ -8,8 +8,12 @@
 
 pub mod wrapped;
 
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
 use apistore_cacher::{Cacher, CacherConfig};
 use apistore_testing::suite::{Backend, Pod, PodFactory};
+use tokio::task::JoinHandle;
 
 /// A suite backend whose store is cached.
 pub struct Cached<B: Backend> {
@@ -17,6 +21,8 @@ pub struct Cached<B: Backend> {
     pub cacher: Cacher<B::Store>,
     test_name: String,
     consistent_reads_from_cache: bool,
+    /// The background writer of [`Backend::create_on_read`], while one runs.
+    writer: Mutex<Option<JoinHandle<()>>>,
 }
 
 /// The cache's configuration for the suite's pods: keys as the case spells them, which
@@ -56,6 +62,20 @@ where
             cacher,
             test_name: test_name.to_owned(),
             consistent_reads_from_cache,
+            writer: Mutex::new(None),
+        }
+    }
+}
+
+impl<B: Backend> Drop for Cached<B> {
+    fn drop(&mut self) {
+        if let Some(writer) = self
+            .writer
+            .get_mut()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take()
+        {
+            writer.abort();
         }
     }
 }
@@ -124,7 +144,42 @@ where
             .unwrap_or_else(|err| panic!("the cache did not reach {rv}: {err}"));
     }
 
+    /// The reads made on the test's own thread create, as on the backend: those of a
+    /// list the cache hands to the backend (pages this small are read on the caller's
+    /// thread). The cache's own reads (its watch decoding each event, on a runtime
+    /// worker) do not: each pod they created would create the next for as long as the
+    /// test runs, from a worker blocked in the create, and a create still in flight
+    /// when the test's runtime shuts down can leave the runtime waiting for that
+    /// worker (the likeliest cause of the case hanging once in CI). A list the cache
+    /// answers itself reads nothing, so the concurrent writes the case is about come
+    /// from a writer task instead, creating `next()` every few milliseconds until the
+    /// hook is turned off. (kube does not run this case on its cacher, #109831.)
     fn create_on_read(&self, next: Option<PodFactory>) -> bool {
+        use apistore_storage::Storage;
+        let mut writer = self.writer.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(running) = writer.take() {
+            running.abort();
+        }
+        let next = next.map(|next| {
+            let store = self.inner.store().clone();
+            let written = Arc::clone(&next);
+            *writer = Some(tokio::spawn(async move {
+                while let Some(pod) = written() {
+                    let key = pod.key();
+                    if let Err(err) = store.create(&key, pod, 0).await {
+                        panic!("the concurrent writer could not create {key}: {err}");
+                    }
+                    tokio::time::sleep(Duration::from_millis(2)).await;
+                }
+            }));
+            let test_thread = std::thread::current().id();
+            let on_test_thread: PodFactory = Arc::new(move || {
+                (std::thread::current().id() == test_thread)
+                    .then(|| next())
+                    .flatten()
+            });
+            on_test_thread
+        });
         self.inner.create_on_read(next)
     }
 

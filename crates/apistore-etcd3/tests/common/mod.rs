@@ -209,7 +209,9 @@ impl Backend for Etcd3Backend {
         let hook = next.map(|next| {
             let store = self.store.clone();
             let hook: ReadHook = Arc::new(move || {
-                let pod = next();
+                let Some(pod) = next() else {
+                    return Ok(());
+                };
                 let key = pod.key();
                 tokio::task::block_in_place(|| {
                     tokio::runtime::Handle::current().block_on(store.create(&key, pod, 0))

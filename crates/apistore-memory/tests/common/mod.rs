@@ -109,7 +109,9 @@ impl Backend for MemoryBackend {
         let hook = next.map(|next| {
             let store = self.store.clone();
             let hook: ReadHook = Arc::new(move || {
-                let pod = next();
+                let Some(pod) = next() else {
+                    return Ok(());
+                };
                 let key = pod.key();
                 futures::executor::block_on(store.create(&key, pod, 0))
                     .map(drop)

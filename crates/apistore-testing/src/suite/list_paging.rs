@@ -357,7 +357,7 @@ pub async fn run_test_list_resource_version_match<B: Backend>(backend: &B) {
     let created = Arc::clone(&index);
     let next_pod: PodFactory = Arc::new(move || {
         let i = index.fetch_add(1, Ordering::SeqCst) + 1;
-        Pod::new("", &format!("pod-{i}")).with_label("even", &(i % 2 == 0).to_string())
+        Some(Pod::new("", &format!("pod-{i}")).with_label("even", &(i % 2 == 0).to_string()))
     });
     assert!(
         backend.create_on_read(Some(Arc::clone(&next_pod))),
@@ -366,7 +366,9 @@ pub async fn run_test_list_resource_version_match<B: Backend>(backend: &B) {
     let _revert = CreateOnRead(backend);
 
     for _ in 0..5 {
-        let pod = next_pod();
+        let Some(pod) = next_pod() else {
+            panic!("the pod factory made no pod for the case's own create")
+        };
         let key = pod.key();
         store
             .create(&key, pod, 0)

@@ -198,8 +198,10 @@ pub enum Needs {
     ProgressNotify,
 }
 
-/// Makes the next pod for [`Backend::create_on_read`], one per call.
-pub type PodFactory = Arc<dyn Fn() -> Pod + Send + Sync>;
+/// Makes the next pod for [`Backend::create_on_read`], one per call; `None` when the
+/// read at hand creates nothing (a backend may narrow which reads create, see the
+/// cached backend's).
+pub type PodFactory = Arc<dyn Fn() -> Option<Pod> + Send + Sync>;
 
 /// Deletes `obj`'s key (ignoring not-found) and creates `obj`: the reference's
 /// `testPropagateStore`. Returns the key and the stored object.
