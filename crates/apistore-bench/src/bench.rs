@@ -159,7 +159,11 @@ impl Bench {
         let mut kv = self.raw.client().kv_client();
         let response = kv
             .get("/", Some(GetOptions::new().with_count_only()))
-            .await?;
+            .await
+            .map_err(|source| BenchError::EtcdCall {
+                what: "reading the current revision",
+                source,
+            })?;
         Ok(response
             .header()
             .map_or(0, etcd_client::ResponseHeader::revision))
@@ -175,7 +179,11 @@ impl Bench {
         }
         let mut kv = self.raw.client().kv_client();
         kv.compact(revision, Some(CompactionOptions::new().with_physical()))
-            .await?;
+            .await
+            .map_err(|source| BenchError::EtcdCall {
+                what: "compacting (physical)",
+                source,
+            })?;
         Ok(())
     }
 }

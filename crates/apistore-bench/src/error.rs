@@ -18,6 +18,16 @@ pub(crate) enum BenchError {
     /// A raw etcd-client call failed.
     #[error("etcd-client: {0}")]
     Etcd(#[from] etcd_client::Error),
+    /// One of the bench's own raw etcd-client calls (filling, clearing, compacting)
+    /// failed.
+    #[error("etcd-client, {what}: {source}")]
+    EtcdCall {
+        /// Which call.
+        what: &'static str,
+        /// etcd-client's error.
+        #[source]
+        source: etcd_client::Error,
+    },
     /// The protobuf transcoder refused a value.
     #[error("protobuf: {0}")]
     Protobuf(#[from] apistore_protobuf::ProtobufError),

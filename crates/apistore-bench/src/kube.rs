@@ -156,41 +156,18 @@ impl Bench {
             "kube list pages of 500",
             "kube store-list",
         ];
+        // Each group of rows stores its Pods, runs, and clears them away on its own: one
+        // that fails keeps the rows it finished and is named in the report, and the
+        // groups after it still run.
         if lists
             .iter()
             .any(|group| group_selected(&self.settings, group))
         {
-            let objects = self.settings.list_objects;
-            let mut values = Vec::with_capacity(objects as usize);
-            let mut puts = Vec::with_capacity(objects as usize);
-            for k in 0..objects {
-                let namespace = namespace_of(k);
-                let value = encoded_pod(kp, k, &namespace, &node_of(k))?;
-                puts.push((
-                    format!("{ETCD_PREFIX}{RESOURCE}/{namespace}/{}", pod_name(k)),
-                    value.clone(),
-                ));
-                values.push(value);
-            }
-            self.put_batches(puts).await?;
-            let revision = self.current_revision().await?;
-            let bytes: usize = values.iter().map(Vec::len).sum();
-            out.notes.push(format!(
-                "kube section: {objects} Pods as protobuf, {:.0} bytes each on average, over \
-                 {SPREAD} namespaces and {SPREAD} nodes, stored at revision {revision} (the \
-                 resourceVersion of the NotOlderThan and Exact store-lists); the same etcd \
-                 for all three sides",
-                bytes as f64 / objects.max(1) as f64
-            ));
-            let result = self
-                .kube_lists(go, &store, &values, revision, &mut out)
-                .await;
-            self.clear_pods().await?;
-            self.compact().await?;
-            result?;
+            let result = self.kube_list_group(go, &store, kp, &mut out).await;
+            out.record_failure("the decode, list and store-list rows", result);
         }
-
-        self.kube_cache(go, &mut out).await?;
+        let result = self.kube_cache(go, &mut out).await;
+        out.record_failure("the cache and write-throughput rows", result);
 
         let crud: Vec<(Crud, usize)> = [Crud::Create, Crud::Get, Crud::Update]
             .into_iter()
@@ -201,59 +178,108 @@ impl Bench {
             })
             .collect();
         if !crud.is_empty() {
-            let pool = self.settings.pool_size;
-            let mut puts = Vec::with_capacity(pool as usize);
-            for k in 0..pool {
-                puts.push((
-                    format!("{ETCD_PREFIX}{RESOURCE}/{POOL_NAMESPACE}/{}", pod_name(k)),
-                    encoded_pod(kp, k, POOL_NAMESPACE, &node_of(k))?,
-                ));
-            }
-            self.put_batches(puts).await?;
-            // Each workload through the `DynamicObject` store, then through a store of
-            // `LazyObject`s against a Go answer of its own (no raw side there).
-            let lazy_store = Arc::new(Etcd3Store::<LazyPod>::with_parts(
-                self.client.clone(),
-                StoreConfig::for_resource(RESOURCE),
-                LazyPodCodec::shared(LazyCodec::new(MediaType::Protobuf)),
-                Arc::new(IdentityTransformer),
-            ));
-            let mut result = Ok(());
-            for workload in crud {
-                // Every row's writes stay in etcd's history until compacted; the rows'
-                // history together passes etcd's 2 GiB quota ("database space
-                // exceeded") once the stores write fast enough, so each row starts
-                // compacted (bolt reuses the freed pages).
-                let rows = match self.compact().await {
-                    Ok(()) => self.kube_crud(go, &store, workload, "", true).await,
-                    Err(error) => Err(error),
-                };
-                let rows = match rows {
-                    Ok(row) => {
-                        out.rows.push(row);
-                        match self.compact().await {
-                            Ok(()) => {
-                                self.kube_crud(go, &lazy_store, workload, ", LazyObject", false)
-                                    .await
-                            }
-                            Err(error) => Err(error),
-                        }
-                    }
-                    Err(error) => Err(error),
-                };
-                match rows {
-                    Ok(row) => out.rows.push(row),
-                    Err(error) => {
-                        result = Err(error);
-                        break;
-                    }
-                }
-            }
-            self.clear_pods().await?;
-            self.compact().await?;
-            result?;
+            let result = self.kube_crud_group(go, &store, kp, crud, &mut out).await;
+            out.record_failure("the create, get and update rows", result);
         }
         Ok(out)
+    }
+
+    /// The decode, list and store-list rows, on the section's Pods stored for them.
+    async fn kube_list_group(
+        &self,
+        go: &mut GoArm,
+        store: &Arc<PodStore>,
+        kp: &KubeProtobuf,
+        out: &mut SideBySide,
+    ) -> Result<()> {
+        let objects = self.settings.list_objects;
+        let mut values = Vec::with_capacity(objects as usize);
+        let mut puts = Vec::with_capacity(objects as usize);
+        for k in 0..objects {
+            let namespace = namespace_of(k);
+            let value = encoded_pod(kp, k, &namespace, &node_of(k))?;
+            puts.push((
+                format!("{ETCD_PREFIX}{RESOURCE}/{namespace}/{}", pod_name(k)),
+                value.clone(),
+            ));
+            values.push(value);
+        }
+        self.put_batches(puts).await?;
+        let revision = self.current_revision().await?;
+        let bytes: usize = values.iter().map(Vec::len).sum();
+        out.notes.push(format!(
+            "kube section: {objects} Pods as protobuf, {:.0} bytes each on average, over \
+             {SPREAD} namespaces and {SPREAD} nodes, stored at revision {revision} (the \
+             resourceVersion of the NotOlderThan and Exact store-lists); the same etcd \
+             for all three sides",
+            bytes as f64 / objects.max(1) as f64
+        ));
+        let result = self.kube_lists(go, store, &values, revision, out).await;
+        self.clear_pods().await?;
+        self.compact().await?;
+        result
+    }
+
+    /// The create, get and update rows, on a pool of Pods stored for them.
+    async fn kube_crud_group(
+        &self,
+        go: &mut GoArm,
+        store: &Arc<PodStore>,
+        kp: &KubeProtobuf,
+        crud: Vec<(Crud, usize)>,
+        out: &mut SideBySide,
+    ) -> Result<()> {
+        let pool = self.settings.pool_size;
+        let mut puts = Vec::with_capacity(pool as usize);
+        for k in 0..pool {
+            puts.push((
+                format!("{ETCD_PREFIX}{RESOURCE}/{POOL_NAMESPACE}/{}", pod_name(k)),
+                encoded_pod(kp, k, POOL_NAMESPACE, &node_of(k))?,
+            ));
+        }
+        self.put_batches(puts).await?;
+        // Each workload through the `DynamicObject` store, then through a store of
+        // `LazyObject`s against a Go answer of its own (no raw side there).
+        let lazy_store = Arc::new(Etcd3Store::<LazyPod>::with_parts(
+            self.client.clone(),
+            StoreConfig::for_resource(RESOURCE),
+            LazyPodCodec::shared(LazyCodec::new(MediaType::Protobuf)),
+            Arc::new(IdentityTransformer),
+        ));
+        let mut result = Ok(());
+        for workload in crud {
+            // Every row's writes stay in etcd's history until compacted; the rows'
+            // history together passes etcd's 2 GiB quota ("database space
+            // exceeded") once the stores write fast enough, so each row starts
+            // compacted (bolt reuses the freed pages).
+            let rows = match self.compact().await {
+                Ok(()) => self.kube_crud(go, store, workload, "", true).await,
+                Err(error) => Err(error),
+            };
+            let rows = match rows {
+                Ok(row) => {
+                    out.rows.push(row);
+                    match self.compact().await {
+                        Ok(()) => {
+                            self.kube_crud(go, &lazy_store, workload, ", LazyObject", false)
+                                .await
+                        }
+                        Err(error) => Err(error),
+                    }
+                }
+                Err(error) => Err(error),
+            };
+            match rows {
+                Ok(row) => out.rows.push(row),
+                Err(error) => {
+                    result = Err(error);
+                    break;
+                }
+            }
+        }
+        self.clear_pods().await?;
+        self.compact().await?;
+        result
     }
 
     /// Deletes every Pod (untimed).
@@ -263,7 +289,11 @@ impl Bench {
             format!("{ETCD_PREFIX}{RESOURCE}/"),
             Some(etcd_client::DeleteOptions::new().with_prefix()),
         )
-        .await?;
+        .await
+        .map_err(|source| BenchError::EtcdCall {
+            what: "deleting the section's Pods",
+            source,
+        })?;
         Ok(())
     }
 
@@ -275,7 +305,12 @@ impl Bench {
                 .iter()
                 .map(|(key, value)| TxnOp::put(key.as_str(), value.clone(), None))
                 .collect();
-            kv.txn(Txn::new().and_then(ops)).await?;
+            kv.txn(Txn::new().and_then(ops))
+                .await
+                .map_err(|source| BenchError::EtcdCall {
+                    what: "putting the section's Pods",
+                    source,
+                })?;
         }
         Ok(())
     }

@@ -227,6 +227,11 @@ fn run(settings: Settings, target: ReportTarget) -> Result<()> {
     })?;
     drop(runtime);
     drop(etcd);
+    // Groups of rows that failed are in the report; the run still fails once it is
+    // written.
+    let failed: Vec<String> = side_by_side
+        .as_ref()
+        .map_or_else(Vec::new, |table| table.failed.clone());
 
     let mut report = Report {
         info,
@@ -244,13 +249,32 @@ fn run(settings: Settings, target: ReportTarget) -> Result<()> {
     ));
     let markdown = report.markdown();
     println!("\n{markdown}");
+    write_report(&report, &target, profiling, quick, partial)?;
+    if failed.is_empty() {
+        Ok(())
+    } else {
+        Err(BenchError::Invalid(format!(
+            "the run is incomplete: {}",
+            failed.join("; ")
+        )))
+    }
+}
+
+/// Writes the report where `target` says, unless this run's kind writes none.
+fn write_report(
+    report: &Report,
+    target: &ReportTarget,
+    profiling: bool,
+    quick: bool,
+    partial: bool,
+) -> Result<()> {
     if profiling {
         println!("(--arm: profiling run, no report written)");
         return Ok(());
     }
     let path = match target {
         ReportTarget::None => return Ok(()),
-        ReportTarget::Path(path) => path,
+        ReportTarget::Path(path) => path.clone(),
         ReportTarget::Default if quick => {
             println!("(--quick: docs/benchmarks.md is left as it is; the full run writes it)");
             return Ok(());

@@ -4,6 +4,7 @@
 
 use std::fmt::Write as _;
 
+use crate::error::BenchError;
 use crate::report::format_value;
 use crate::stats::{Metric, Unit, median};
 
@@ -50,6 +51,8 @@ pub(crate) struct SideBySide {
     pub(crate) rows: Vec<Row>,
     /// Lines worth knowing (data sizes, what did not run).
     pub(crate) notes: Vec<String>,
+    /// The groups of rows that failed, each with its error.
+    pub(crate) failed: Vec<String>,
 }
 
 /// The spec of one figure: heading, unit, direction, goal.
@@ -123,6 +126,17 @@ impl Collector {
 }
 
 impl SideBySide {
+    /// Notes `group` as failed with `result`'s error, if it has one: the rows it
+    /// finished stay in the table, the report names it, and the run goes on (and ends
+    /// in failure once the report is written).
+    pub(crate) fn record_failure(&mut self, group: &str, result: Result<(), BenchError>) {
+        if let Err(error) = result {
+            let failure = format!("{group} FAILED: {error}");
+            eprintln!("  {failure}");
+            self.failed.push(failure);
+        }
+    }
+
     /// The side-by-side table, in markdown.
     pub(crate) fn markdown(&self) -> String {
         let mut out = String::new();
@@ -137,6 +151,17 @@ impl SideBySide {
              above 1.0 is. Client CPU is each side's own process (apistore and raw: the bench \
              process; kube: the Go process).\n"
         );
+        if !self.failed.is_empty() {
+            let _ = writeln!(
+                out,
+                "**Incomplete run.** These groups of rows failed; the rows each finished are \
+                 below, the rest are missing:\n"
+            );
+            for failure in &self.failed {
+                let _ = writeln!(out, "- {failure}");
+            }
+            let _ = writeln!(out);
+        }
         let _ = writeln!(
             out,
             "| workload | figure | apistore | kube (Go) | raw etcd-client | apistore ÷ kube | goal |"
@@ -235,6 +260,7 @@ mod tests {
         let table = SideBySide {
             rows: vec![collector.row("kube list whole".to_owned())],
             notes: vec![],
+            failed: vec![],
         }
         .markdown();
         assert!(table.contains("| kube list whole | time/list | 500.00 ms | 1.00 s | 100.00 ms | 0.50 (0.50–0.50) | ≤ 0.9: PASS |"), "{table}");
@@ -257,6 +283,7 @@ mod tests {
         let table = SideBySide {
             rows: vec![collector.row("kube cache watchers".to_owned())],
             notes: vec![],
+            failed: vec![],
         }
         .markdown();
         assert!(
@@ -267,5 +294,23 @@ mod tests {
             table.contains("| — (kube 0 in every round) | no ratio |"),
             "{table}"
         );
+    }
+
+    #[test]
+    fn a_failed_group_is_named_above_the_rows_it_finished() {
+        let mut table = SideBySide::default();
+        table.record_failure("the list rows", Ok(()));
+        assert!(table.failed.is_empty());
+        table.record_failure(
+            "the cache and write-throughput rows",
+            Err(BenchError::Invalid("etcd went away".to_owned())),
+        );
+        let markdown = table.markdown();
+        assert!(markdown.contains("**Incomplete run.**"), "{markdown}");
+        assert!(
+            markdown.contains("- the cache and write-throughput rows FAILED: "),
+            "{markdown}"
+        );
+        assert!(markdown.contains("etcd went away"), "{markdown}");
     }
 }
