@@ -23,6 +23,8 @@ pub struct Cached<B: Backend> {
     consistent_reads_from_cache: bool,
     /// The background writer of [`Backend::create_on_read`], while one runs.
     writer: Mutex<Option<JoinHandle<()>>>,
+    /// The create the writer failed on, reported when the hook is turned off.
+    writer_failed: Arc<Mutex<Option<String>>>,
 }
 
 /// The cache's configuration for the suite's pods: keys as the case spells them, which
@@ -63,6 +65,7 @@ where
             test_name: test_name.to_owned(),
             consistent_reads_from_cache,
             writer: Mutex::new(None),
+            writer_failed: Arc::new(Mutex::new(None)),
         }
     }
 }
@@ -153,21 +156,52 @@ where
     /// worker (the likeliest cause of the case hanging once in CI). A list the cache
     /// answers itself reads nothing, so the concurrent writes the case is about come
     /// from a writer task instead, creating `next()` every few milliseconds until the
-    /// hook is turned off. (kube does not run this case on its cacher, #109831.)
+    /// hook is turned off. Its first create is made before this returns, so the case's
+    /// premise (pods were written after its own) holds however the writer is
+    /// scheduled; a create it fails on fails the case when the hook is turned off.
+    /// (kube does not run this case on its cacher, #109831.)
     fn create_on_read(&self, next: Option<PodFactory>) -> bool {
         use apistore_storage::Storage;
         let mut writer = self.writer.lock().unwrap_or_else(PoisonError::into_inner);
         if let Some(running) = writer.take() {
             running.abort();
         }
+        let failed = self
+            .writer_failed
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take();
+        if let Some(failed) = failed
+            && !std::thread::panicking()
+        {
+            panic!("the concurrent writer failed: {failed}");
+        }
         let next = next.map(|next| {
             let store = self.inner.store().clone();
             let written = Arc::clone(&next);
+            let failed = Arc::clone(&self.writer_failed);
+            let write = move |store: B::Store, pod: Pod| async move {
+                let key = pod.key();
+                store
+                    .create(&key, pod, 0)
+                    .await
+                    .map(drop)
+                    .map_err(|err| format!("creating {key}: {err}"))
+            };
+            // The test's thread is not a runtime worker: it may wait here.
+            if let Some(pod) = written() {
+                let first = tokio::task::block_in_place(|| {
+                    tokio::runtime::Handle::current().block_on(write(store.clone(), pod))
+                });
+                if let Err(err) = first {
+                    panic!("the concurrent writer failed: {err}");
+                }
+            }
             *writer = Some(tokio::spawn(async move {
                 while let Some(pod) = written() {
-                    let key = pod.key();
-                    if let Err(err) = store.create(&key, pod, 0).await {
-                        panic!("the concurrent writer could not create {key}: {err}");
+                    if let Err(err) = write(store.clone(), pod).await {
+                        *failed.lock().unwrap_or_else(PoisonError::into_inner) = Some(err);
+                        return;
                     }
                     tokio::time::sleep(Duration::from_millis(2)).await;
                 }
