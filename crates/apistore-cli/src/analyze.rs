@@ -122,6 +122,7 @@ pub(crate) fn offline(
     // the index, the running sums of the keys not yet reported, and one value.
     let last_of: HashMap<Revision, &Bytes> = snapshot
         .keys_under(prefix.as_bytes())
+        .map_err(CliError::Snapshot)?
         .filter_map(|(key, revisions)| revisions.last().map(|at| (at.revision, key)))
         .collect();
     // Keyed by copies: a record's key is a slice of its page, which it would keep.

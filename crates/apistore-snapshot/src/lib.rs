@@ -42,6 +42,7 @@
 
 pub mod bolt;
 mod error;
+mod index;
 mod key;
 mod list;
 pub mod mvcc;

@@ -62,7 +62,8 @@ where
             } else {
                 self.snapshot
                     .range(key_prefix.as_bytes(), key_prefix.as_bytes(), 1, with_rev)
-            };
+            }
+            .map_err(|err| internal(&key_prefix, err))?;
             let (keys, more, count) = if options.recursive {
                 (range.keys, range.more, range.count)
             } else {

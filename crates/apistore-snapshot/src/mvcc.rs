@@ -70,21 +70,54 @@ pub struct KeyValue {
 /// Decodes a `mvccpb.KeyValue`; fields it does not know are skipped, as protobuf does.
 pub fn decode_key_value(bytes: &Bytes) -> Result<KeyValue, String> {
     let mut kv = KeyValue::default();
+    each_field(bytes, |field, value| match (field, value) {
+        (2, Field::Varint(n)) => kv.create_revision = n as i64,
+        (3, Field::Varint(n)) => kv.mod_revision = n as i64,
+        (4, Field::Varint(n)) => kv.version = n as i64,
+        (6, Field::Varint(n)) => kv.lease = n as i64,
+        (1, Field::Bytes(range)) => kv.key = bytes.slice(range),
+        (5, Field::Bytes(range)) => kv.value = bytes.slice(range),
+        _ => {}
+    })?;
+    if kv.key.is_empty() {
+        return Err("no key".to_owned());
+    }
+    Ok(kv)
+}
+
+/// The key of a stored `mvccpb.KeyValue`, as [`decode_key_value`] reads it and with
+/// the same errors, but without copying or decoding anything else: the other fields'
+/// tags and lengths are read to step over them. A lookup that compares every record's
+/// key with the one it wants reads each record this far only.
+pub fn key_of(bytes: &[u8]) -> Result<&[u8], String> {
+    // As the whole decode: a repeated key's last one counts, and an empty one is none.
+    let mut key = 0..0;
+    each_field(bytes, |field, value| {
+        if let (1, Field::Bytes(range)) = (field, value) {
+            key = range;
+        }
+    })?;
+    if key.is_empty() {
+        return Err("no key".to_owned());
+    }
+    Ok(&bytes[key])
+}
+
+/// A field's value: a number, or where its bytes are.
+enum Field {
+    Varint(u64),
+    Bytes(std::ops::Range<usize>),
+}
+
+/// Calls `visit` with each field of a protobuf message, in order; fixed-width fields
+/// are stepped over (`KeyValue` has none).
+fn each_field(bytes: &[u8], mut visit: impl FnMut(u64, Field)) -> Result<(), String> {
     let mut at = 0;
     while at < bytes.len() {
         let tag = varint(bytes, &mut at)?;
         let (field, wire) = (tag >> 3, tag & 7);
         match wire {
-            0 => {
-                let value = varint(bytes, &mut at)? as i64;
-                match field {
-                    2 => kv.create_revision = value,
-                    3 => kv.mod_revision = value,
-                    4 => kv.version = value,
-                    6 => kv.lease = value,
-                    _ => {}
-                }
-            }
+            0 => visit(field, Field::Varint(varint(bytes, &mut at)?)),
             1 | 5 => {
                 let width = if wire == 1 { 8 } else { 4 };
                 at = at
@@ -100,21 +133,13 @@ pub fn decode_key_value(bytes: &Bytes) -> Result<KeyValue, String> {
                     .ok_or_else(|| {
                         format!("field {field} of {len} bytes runs past the end at byte {at}")
                     })?;
-                let data = bytes.slice(at..end);
-                match field {
-                    1 => kv.key = data,
-                    5 => kv.value = data,
-                    _ => {}
-                }
+                visit(field, Field::Bytes(at..end));
                 at = end;
             }
             other => return Err(format!("wire type {other} of field {field} at byte {at}")),
         }
     }
-    if kv.key.is_empty() {
-        return Err("no key".to_owned());
-    }
-    Ok(kv)
+    Ok(())
 }
 
 fn varint(bytes: &[u8], at: &mut usize) -> Result<u64, String> {
@@ -171,6 +196,19 @@ mod tests {
         assert!(decode_key_value(&Bytes::from_static(&[0xff; 12])).is_err());
         assert!(decode_key_value(&Bytes::from_static(&[0x0b])).is_err());
     }
+
+    #[test]
+    fn the_key_alone_is_the_decoded_key() {
+        let raw = [0x10, 2, 0x0a, 2, b'/', b'a', 0x2a, 1, b'v'];
+        assert_eq!(key_of(&raw).unwrap(), b"/a");
+        assert_eq!(
+            &decode_key_value(&Bytes::copy_from_slice(&raw)).unwrap().key[..],
+            key_of(&raw).unwrap()
+        );
+        assert!(key_of(&[0x10, 2, 0x2a, 1, b'v']).is_err(), "no key");
+        assert!(key_of(&[0x0a, 9, b'/']).is_err(), "past the end");
+        assert!(key_of(&[]).is_err());
+    }
 }
 
 #[cfg(test)]
@@ -184,6 +222,10 @@ mod proptests {
             let bytes = Bytes::from(raw);
             if let Ok(kv) = decode_key_value(&bytes) {
                 proptest::prop_assert!(kv.key.len() + kv.value.len() <= bytes.len());
+            }
+            // The key read alone is the decoded one whenever both succeed.
+            if let (Ok(kv), Ok(key)) = (decode_key_value(&bytes), key_of(&bytes)) {
+                proptest::prop_assert_eq!(&kv.key[..], key);
             }
             let _ = Revision::from_key(&bytes);
         }

@@ -1,26 +1,35 @@
 //! An etcd database read from a bbolt file: the index of every key's revisions, the
 //! current and compacted revisions, and reads of any revision the file still holds.
 //!
-//! Opening scans etcd's `key` bucket once, in revision order, and keeps per key the
-//! revisions it holds (etcd builds the same in-memory index when it starts, its
-//! `treeIndex`); values stay in the file and are read when asked for, by their revision
-//! key. The `meta` bucket gives the compaction (`finishedCompactRev`,
-//! `scheduledCompactRev`: a revision key, of which the first 8 bytes are the main
-//! revision) and `consistent_index`.
+//! Opening reads the meta pages, the `meta` bucket (the compaction:
+//! `finishedCompactRev`, `scheduledCompactRev`, a revision key of which the first 8
+//! bytes are the main revision; and `consistent_index`) and the `key` bucket's last
+//! record, whose revision is the current one: etcd's `key` bucket is ordered by
+//! revision. The index of every key's revisions ([`crate::index`], etcd's `treeIndex`,
+//! which etcd builds when it starts) takes a scan of the whole bucket, so it is built
+//! when first needed: by a list, a count, a history, a watch. A get before that looks
+//! back from the newest record, where a key's latest revision is met before its older
+//! ones, and stops at the first record of its key; only a key not among the newest
+//! records (an eighth of the file's pages) builds the index. Values stay in the file and
+//! are read when asked for, by their revision key.
 
-use std::collections::BTreeMap;
-use std::ops::Bound;
 use std::path::{Path, PathBuf};
+use std::sync::{Mutex, OnceLock};
 
 use bytes::Bytes;
 
 use crate::bolt::{BoltFile, Bucket, Entry};
 use crate::error::{Result, SnapshotError};
-use crate::mvcc::{KeyValue, Revision, decode_key_value};
+use crate::index::{Index, live_at};
+use crate::mvcc::{KeyValue, Revision, decode_key_value, key_of};
 
 /// Where a member's data directory keeps its database, tried in this order for a
 /// directory: the data dir, the member dir, the snap dir.
 const DATABASE_PATHS: [&str; 3] = ["member/snap/db", "snap/db", "db"];
+
+/// Records a get looks back over before it builds the index instead: at least this
+/// many, or one per eight pages of the file.
+const LOOK_BACK_MIN: usize = 1024;
 
 /// One revision of one key, as the index keeps it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -68,8 +77,9 @@ pub struct Range {
 pub struct Snapshot {
     file: BoltFile,
     keys: Bucket,
-    index: BTreeMap<Bytes, Vec<IndexedRevision>>,
-    records: usize,
+    index: OnceLock<Index>,
+    /// Held while the index is built, so that two readers do not both scan the file.
+    building: Mutex<()>,
     current: i64,
     finished_compact: i64,
     scheduled_compact: i64,
@@ -108,60 +118,47 @@ impl Snapshot {
             None => None,
         };
 
-        // Every revision with its key, in revision order; then sorted by key once. The
-        // sort is stable, so each key's revisions stay oldest first, and the index is
-        // built from sorted keys in one pass. Inserting key by key into the tree
-        // compared each key, by estimate, with about twice as many others (a B-tree
-        // searches each node in order; 200,000 keys of `/registry/...` with long common
-        // prefixes), and gave each key's list room for four revisions.
-        let mut revisions: Vec<(Bytes, IndexedRevision)> = Vec::new();
-        let mut current = 1;
-        let mut last: Option<Revision> = None;
-        keys.for_each(&file, |entry| {
-            let record = record(&file, &entry)?;
-            if last.is_some_and(|last| last >= record.revision) {
-                return Err(bad_record(
-                    &file,
-                    "in the key bucket",
-                    &entry,
-                    "revisions out of order",
-                ));
-            }
-            last = Some(record.revision);
-            current = current.max(record.revision.main);
-            // A copy: the record's key is a slice of its page, which it would keep.
-            revisions.push((
-                Bytes::copy_from_slice(&record.kv.key),
-                IndexedRevision {
-                    revision: record.revision,
-                    tombstone: record.tombstone,
-                },
-            ));
-            Ok(true)
+        // The bucket is ordered by revision: its last record is the newest.
+        let mut newest: Option<Revision> = None;
+        keys.for_each_rev(&file, |entry| {
+            newest = Some(record(&file, &entry)?.revision);
+            Ok(false)
         })?;
-        let records = revisions.len();
-        revisions.sort_by(|a, b| a.0.cmp(&b.0));
-        let mut by_key: Vec<(Bytes, Vec<IndexedRevision>)> = Vec::new();
-        for (key, at) in revisions {
-            match by_key.last_mut() {
-                Some((last, ats)) if *last == key => ats.push(at),
-                _ => by_key.push((key, vec![at])),
-            }
-        }
-        let index: BTreeMap<Bytes, Vec<IndexedRevision>> = by_key.into_iter().collect();
         // As etcd when it restores: a compaction past the last write is the current
         // revision.
-        current = current.max(finished_compact).max(scheduled_compact);
+        let current = newest
+            .map_or(1, |revision| revision.main.max(1))
+            .max(finished_compact)
+            .max(scheduled_compact);
         Ok(Self {
             file,
             keys,
-            index,
-            records,
+            index: OnceLock::new(),
+            building: Mutex::new(()),
             current,
             finished_compact,
             scheduled_compact,
             consistent_index,
         })
+    }
+
+    /// The index of every key's revisions, built by a scan of the whole `key` bucket
+    /// the first time it is asked for.
+    fn index(&self) -> Result<&Index> {
+        if let Some(index) = self.index.get() {
+            return Ok(index);
+        }
+        let _building = self.building.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(index) = self.index.get() {
+            return Ok(index);
+        }
+        let built = Index::build(&self.file, &self.keys)?;
+        Ok(self.index.get_or_init(|| built))
+    }
+
+    /// Whether the index of every key's revisions has been built.
+    pub fn is_indexed(&self) -> bool {
+        self.index.get().is_some()
     }
 
     /// The file read.
@@ -195,9 +192,9 @@ impl Snapshot {
         self.consistent_index
     }
 
-    /// How many revisions of how many keys the file holds.
-    pub fn counts(&self) -> (usize, usize) {
-        (self.records, self.index.len())
+    /// How many revisions of how many keys the file holds (builds the index).
+    pub fn counts(&self) -> Result<(usize, usize)> {
+        Ok(self.index()?.counts())
     }
 
     /// `rev` checked against the file: 0 is the current revision.
@@ -214,14 +211,15 @@ impl Snapshot {
         Ok(rev)
     }
 
-    /// The revisions of `key` the file holds, oldest first.
-    pub fn revisions(&self, key: &[u8]) -> &[IndexedRevision] {
-        self.index.get(key).map_or(&[], Vec::as_slice)
+    /// The revisions of `key` the file holds, oldest first (builds the index).
+    pub fn revisions(&self, key: &[u8]) -> Result<&[IndexedRevision]> {
+        Ok(self.index()?.revisions(key))
     }
 
-    /// The revision of `key`'s value at `rev`, `None` when it did not exist then.
-    pub fn revision_at(&self, key: &[u8], rev: i64) -> Option<Revision> {
-        live_at(self.revisions(key), rev)
+    /// The revision of `key`'s value at `rev`, `None` when it did not exist then
+    /// (builds the index).
+    pub fn revision_at(&self, key: &[u8], rev: i64) -> Result<Option<Revision>> {
+        Ok(live_at(self.revisions(key)?, rev))
     }
 
     /// The key-value stored at a revision of `key`.
@@ -233,8 +231,7 @@ impl Snapshot {
                 record: describe(at),
                 page: 0,
                 offset: 0,
-                problem: "indexed when the file was opened but gone now: the file changed"
-                    .to_owned(),
+                problem: "indexed but gone now: the file changed".to_owned(),
             });
         };
         let record = record(&self.file, &entry)?;
@@ -250,9 +247,17 @@ impl Snapshot {
     }
 
     /// The key-value of `key` at `rev` (checked with [`Self::check_revision`] first),
-    /// `None` when it did not exist then.
+    /// `None` when it did not exist then. Before the index is built, the newest
+    /// records are looked back over first (see the module's documentation).
     pub fn get(&self, key: &[u8], rev: i64) -> Result<Option<KeyValue>> {
-        let Some(revision) = self.revision_at(key, rev) else {
+        if !self.is_indexed() {
+            match self.look_back(key, rev)? {
+                LookBack::Found(kv) => return Ok(Some(kv)),
+                LookBack::Absent => return Ok(None),
+                LookBack::NotAmongTheNewest => {}
+            }
+        }
+        let Some(revision) = self.revision_at(key, rev)? else {
             return Ok(None);
         };
         let at = IndexedRevision {
@@ -262,49 +267,85 @@ impl Snapshot {
         self.read(key, at).map(|record| Some(record.kv))
     }
 
-    /// Every revision of `key` the file holds, with its key-value, oldest first.
+    /// `key` at `rev`, from the newest records back: the first record of `key` at or
+    /// below `rev` is its value then, or its deletion. Each record's key is read
+    /// without decoding the rest. Gives up after [`LOOK_BACK_MIN`] records or one per
+    /// eight pages of the file, whichever is more, so that a key written long ago costs
+    /// a bounded part of a scan more than the index that answers it then.
+    fn look_back(&self, key: &[u8], rev: i64) -> Result<LookBack> {
+        let budget = usize::try_from(self.file.meta().high_water / 8)
+            .unwrap_or(usize::MAX)
+            .max(LOOK_BACK_MIN);
+        let mut examined = 0;
+        // What the bucket answers when the walk reaches its first record.
+        let mut answer = LookBack::Absent;
+        self.keys.for_each_rev(&self.file, |entry| {
+            if examined == budget {
+                answer = LookBack::NotAmongTheNewest;
+                return Ok(false);
+            }
+            examined += 1;
+            let Some((revision, tombstone)) = Revision::from_key(&entry.key) else {
+                let record = format!("key {:?}", String::from_utf8_lossy(&entry.key));
+                return Err(bad_record(
+                    &self.file,
+                    &record,
+                    &entry,
+                    "not a revision key",
+                ));
+            };
+            if revision.main > rev {
+                return Ok(true);
+            }
+            let stored = key_of(&entry.value).map_err(|problem| {
+                let at = IndexedRevision {
+                    revision,
+                    tombstone,
+                };
+                let problem = format!("mvccpb.KeyValue: {problem}");
+                bad_record(&self.file, &describe(at), &entry, &problem)
+            })?;
+            if stored != key {
+                return Ok(true);
+            }
+            answer = if tombstone {
+                LookBack::Absent
+            } else {
+                LookBack::Found(record(&self.file, &entry)?.kv)
+            };
+            Ok(false)
+        })?;
+        Ok(answer)
+    }
+
+    /// Every revision of `key` the file holds, with its key-value, oldest first
+    /// (builds the index).
     pub fn history(&self, key: &[u8]) -> Result<Vec<Record>> {
-        self.revisions(key)
+        self.revisions(key)?
             .iter()
             .map(|at| self.read(key, *at))
             .collect()
     }
 
     /// The keys from `start` that begin with `prefix` and exist at `rev`, at most
-    /// `limit` of them (0: all), as etcd's range answers.
-    pub fn range(&self, start: &[u8], prefix: &[u8], limit: usize, rev: i64) -> Range {
-        let mut range = Range::default();
-        let keys = self
-            .index
-            .range::<[u8], _>((Bound::Included(start), Bound::Unbounded))
-            .take_while(|(key, _)| key.starts_with(prefix));
-        for (key, revisions) in keys {
-            let Some(revision) = live_at(revisions, rev) else {
-                continue;
-            };
-            range.count += 1;
-            if limit > 0 && range.keys.len() >= limit {
-                range.more = true;
-                continue;
-            }
-            range.keys.push((key.clone(), revision));
-        }
-        range
+    /// `limit` of them (0: all), as etcd's range answers (builds the index).
+    pub fn range(&self, start: &[u8], prefix: &[u8], limit: usize, rev: i64) -> Result<Range> {
+        Ok(self.index()?.range(start, prefix, limit, rev))
     }
 
     /// Every record (every revision) of the keys under `prefix`, in the file's own
     /// order, which is by revision, handed to `visit` until it returns `false`. One
     /// pass over the key bucket: each page is read once and no record is looked up
     /// (a [`Self::read`] per record descends the bucket's tree for each). When the
-    /// pass ends, it must have seen as many records under `prefix` as the index built
-    /// at open holds; otherwise the file changed since, which is an error.
+    /// pass ends, it must have seen as many records under `prefix` as the index (built
+    /// first, if it was not) holds; otherwise the file changed since, which is an error.
     pub fn scan_under(
         &self,
         prefix: &[u8],
         mut visit: impl FnMut(Record) -> Result<bool>,
     ) -> Result<()> {
         let indexed: usize = self
-            .keys_under(prefix)
+            .keys_under(prefix)?
             .map(|(_, revisions)| revisions.len())
             .sum();
         let (mut seen, mut stopped) = (0, false);
@@ -324,38 +365,44 @@ impl Snapshot {
                 record: format!("the records under {:?}", String::from_utf8_lossy(prefix)),
                 page: 0,
                 offset: 0,
-                problem: format!(
-                    "{seen} found, {indexed} indexed when the file was opened: the file changed"
-                ),
+                problem: format!("{seen} found, {indexed} indexed before: the file changed"),
             });
         }
         Ok(())
     }
 
-    /// The keys holding `key` itself, or every key under `prefix`.
+    /// The keys holding `key` itself, or every key under `prefix`, each with its
+    /// revisions (builds the index).
     pub fn keys_under<'a>(
         &'a self,
         prefix: &'a [u8],
-    ) -> impl Iterator<Item = (&'a Bytes, &'a [IndexedRevision])> + 'a {
-        self.index
-            .range::<[u8], _>((Bound::Included(prefix), Bound::Unbounded))
-            .take_while(move |(key, _)| key.starts_with(prefix))
-            .map(|(key, revisions)| (key, revisions.as_slice()))
+    ) -> Result<impl Iterator<Item = (&'a Bytes, &'a [IndexedRevision])> + 'a> {
+        Ok(self.index()?.keys_under(prefix))
     }
 }
 
-/// The revision of the value live at `rev` among `revisions` (oldest first).
-fn live_at(revisions: &[IndexedRevision], rev: i64) -> Option<Revision> {
-    let last = revisions.iter().rev().find(|at| at.revision.main <= rev)?;
-    (!last.tombstone).then_some(last.revision)
+/// What looking back from the newest records found.
+enum LookBack {
+    /// The key's value at the revision.
+    Found(KeyValue),
+    /// The key was deleted at or before the revision, or the whole bucket holds no
+    /// record of it.
+    Absent,
+    /// None of the newest records is the key's: the index answers.
+    NotAmongTheNewest,
 }
 
-fn describe(at: IndexedRevision) -> String {
+pub(crate) fn describe(at: IndexedRevision) -> String {
     let mark = if at.tombstone { " (deletion)" } else { "" };
     format!("revision {}_{}{mark}", at.revision.main, at.revision.sub)
 }
 
-fn bad_record(file: &BoltFile, record: &str, entry: &Entry, problem: &str) -> SnapshotError {
+pub(crate) fn bad_record(
+    file: &BoltFile,
+    record: &str,
+    entry: &Entry,
+    problem: &str,
+) -> SnapshotError {
     SnapshotError::CorruptRecord {
         path: file.path().to_owned(),
         record: record.to_owned(),
@@ -366,7 +413,7 @@ fn bad_record(file: &BoltFile, record: &str, entry: &Entry, problem: &str) -> Sn
 }
 
 /// One entry of the `key` bucket as a record.
-fn record(file: &BoltFile, entry: &Entry) -> Result<Record> {
+pub(crate) fn record(file: &BoltFile, entry: &Entry) -> Result<Record> {
     let Some((revision, tombstone)) = Revision::from_key(&entry.key) else {
         let key = format!("key {:?}", String::from_utf8_lossy(&entry.key));
         return Err(bad_record(file, &key, entry, "not a revision key"));
@@ -494,15 +541,108 @@ mod tests {
         let snapshot = Snapshot::open(file.path()).unwrap();
         assert_eq!(snapshot.revision(), 4);
         assert_eq!(snapshot.compact_revision(), 3);
-        assert_eq!(snapshot.counts(), (3, 1));
         assert_eq!(snapshot.check_revision(2), Err(RevisionError::Compacted));
         assert_eq!(snapshot.check_revision(5), Err(RevisionError::Future));
-        assert_eq!(&snapshot.get(b"/a", 3).unwrap().unwrap().value[..], b"two");
-        assert!(snapshot.get(b"/a", 4).unwrap().is_none());
+        // Got twice: looked back for from the newest record, then from the index.
+        for indexed in [false, true] {
+            assert_eq!(snapshot.is_indexed(), indexed);
+            assert_eq!(&snapshot.get(b"/a", 3).unwrap().unwrap().value[..], b"two");
+            assert_eq!(&snapshot.get(b"/a", 2).unwrap().unwrap().value[..], b"one");
+            assert!(snapshot.get(b"/a", 4).unwrap().is_none(), "deleted at 4");
+            assert!(snapshot.get(b"/b", 4).unwrap().is_none(), "never written");
+            assert!(snapshot.get(b"/a", 1).unwrap().is_none(), "not yet written");
+            assert_eq!(snapshot.counts().unwrap(), (3, 1));
+        }
         let history = snapshot.history(b"/a").unwrap();
         assert_eq!(history.len(), 3);
         assert!(history[2].tombstone);
-        assert_eq!(snapshot.range(b"/", b"/", 0, 3).keys.len(), 1);
-        assert_eq!(snapshot.range(b"/", b"/", 0, 4).count, 0);
+        assert_eq!(snapshot.range(b"/", b"/", 0, 3).unwrap().keys.len(), 1);
+        assert_eq!(snapshot.range(b"/", b"/", 0, 4).unwrap().count, 0);
+    }
+
+    /// A file of `records` revisions, each a put of its own key `/k{i}` except that
+    /// `/first` is written at revision 2 and `/last` at the last; leaves of 40 records
+    /// under one branch.
+    fn many_revisions(records: usize) -> tempfile::NamedTempFile {
+        let mut bolt = TestBolt::new(4096);
+        let mut entries = Vec::new();
+        for i in 0..records {
+            let rev = i as i64 + 2;
+            let key = match i {
+                0 => "/first".to_owned(),
+                i if i + 1 == records => "/last".to_owned(),
+                i => format!("/k{i}"),
+            };
+            let mut value = vec![0x0a, key.len() as u8];
+            value.extend_from_slice(key.as_bytes());
+            value.push(0x18);
+            value.extend_from_slice(&varint(rev as u64));
+            entries.push((Revision { main: rev, sub: 0 }.to_key(false), value));
+        }
+        let mut children = Vec::new();
+        for chunk in entries.chunks(40) {
+            let leaf: Vec<(&[u8], Value<'_>)> = chunk
+                .iter()
+                .map(|(k, v)| (k.as_slice(), Value::Plain(v)))
+                .collect();
+            children.push((chunk[0].0.clone(), bolt.leaf(&leaf)));
+        }
+        let children: Vec<(&[u8], u64)> =
+            children.iter().map(|(k, id)| (k.as_slice(), *id)).collect();
+        let keys = bolt.branch(&children);
+        let meta = inline_bucket(&[]);
+        let root = bolt.leaf(&[
+            (b"key", Value::Bucket(bucket_at(keys))),
+            (b"meta", Value::Bucket(meta)),
+        ]);
+        write(&bolt.finish(root))
+    }
+
+    fn varint(mut n: u64) -> Vec<u8> {
+        let mut out = Vec::new();
+        while n >= 0x80 {
+            out.push((n as u8) | 0x80);
+            n >>= 7;
+        }
+        out.push(n as u8);
+        out
+    }
+
+    #[test]
+    fn a_get_looks_back_over_the_newest_records_then_builds_the_index() {
+        let records = LOOK_BACK_MIN * 2;
+        let file = many_revisions(records);
+        let snapshot = Snapshot::open(file.path()).unwrap();
+        let last_rev = records as i64 + 1;
+        assert_eq!(snapshot.revision(), last_rev);
+        // The newest key is among the newest records: no index.
+        let last = snapshot.get(b"/last", last_rev).unwrap().unwrap();
+        assert_eq!(last.mod_revision, last_rev);
+        let recent = format!("/k{}", records - 10);
+        assert!(snapshot.get(recent.as_bytes(), last_rev).unwrap().is_some());
+        assert!(!snapshot.is_indexed());
+        // The oldest is past the records looked back over: the index answers.
+        let first = snapshot.get(b"/first", last_rev).unwrap().unwrap();
+        assert_eq!(first.mod_revision, 2);
+        assert!(snapshot.is_indexed());
+        assert_eq!(snapshot.counts().unwrap(), (records, records));
+        assert!(snapshot.get(b"/last", last_rev - 1).unwrap().is_none());
+        // A key never written is the index's answer too, on a fresh open.
+        let fresh = Snapshot::open(file.path()).unwrap();
+        assert!(fresh.get(b"/never", last_rev).unwrap().is_none());
+        assert!(fresh.is_indexed());
+        // On a file smaller than the look back, it finds each key without the index.
+        let small = many_revisions(LOOK_BACK_MIN / 2);
+        let small = Snapshot::open(small.path()).unwrap();
+        assert_eq!(
+            small
+                .get(b"/first", small.revision())
+                .unwrap()
+                .unwrap()
+                .mod_revision,
+            2
+        );
+        assert!(small.get(b"/never", small.revision()).unwrap().is_none());
+        assert!(!small.is_indexed());
     }
 }

@@ -31,7 +31,8 @@ where
         let current = self.snapshot.revision();
         let range = self
             .snapshot
-            .range(directory.as_bytes(), directory.as_bytes(), 0, current);
+            .range(directory.as_bytes(), directory.as_bytes(), 0, current)
+            .map_err(|err| internal(&directory, err))?;
         let mut stats = Stats {
             object_count: range.count,
             estimated_average_object_size_bytes: 0,

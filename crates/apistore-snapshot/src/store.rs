@@ -284,7 +284,8 @@ where
         let current = self.snapshot.revision();
         let range = self
             .snapshot
-            .range(prepared.as_bytes(), prepared.as_bytes(), 1, current);
+            .range(prepared.as_bytes(), prepared.as_bytes(), 1, current)
+            .map_err(|err| internal(&prepared, err))?;
         Ok(range.count)
     }
 

@@ -13,6 +13,7 @@ use apistore_backend::{Change, RawEvent};
 use apistore_storage::{ApiObject, ListOptions, Result, StorageError, WatchStream};
 use bytes::Bytes;
 
+use crate::index::live_at;
 use crate::key::as_directory;
 use crate::mvcc::Revision;
 use crate::snapshot::{IndexedRevision, Record};
@@ -71,20 +72,22 @@ impl<T> Replay<T>
 where
     T: ApiObject + Clone + Default + Send + Sync + 'static,
 {
-    fn matching(&self) -> Vec<(Bytes, Vec<IndexedRevision>)> {
+    fn matching(&self) -> Result<Vec<(Bytes, Vec<IndexedRevision>)>> {
         let snapshot = &self.store.snapshot;
         let key = self.key.as_bytes();
+        let failed = |err| internal(&self.key, err);
         if self.recursive {
-            snapshot
+            Ok(snapshot
                 .keys_under(key)
+                .map_err(failed)?
                 .map(|(key, revisions)| (key.clone(), revisions.to_vec()))
-                .collect()
+                .collect())
         } else {
-            let revisions = snapshot.revisions(key);
+            let revisions = snapshot.revisions(key).map_err(failed)?;
             if revisions.is_empty() {
-                Vec::new()
+                Ok(Vec::new())
             } else {
-                vec![(Bytes::copy_from_slice(key), revisions.to_vec())]
+                Ok(vec![(Bytes::copy_from_slice(key), revisions.to_vec())])
             }
         }
     }
@@ -98,8 +101,8 @@ where
             }
             self.store.count_read();
             let mut changes = Vec::new();
-            for (key, _) in self.matching() {
-                let Some(revision) = snapshot.revision_at(&key, current) else {
+            for (key, revisions) in self.matching()? {
+                let Some(revision) = live_at(&revisions, current) else {
                     continue;
                 };
                 let record = self.read(&key, revision)?.kv.value;
@@ -124,7 +127,7 @@ where
         }
         // Every change after the start, with the revision before it of the same key.
         let mut changes: Vec<(Bytes, Option<IndexedRevision>, IndexedRevision)> = Vec::new();
-        for (key, revisions) in self.matching() {
+        for (key, revisions) in self.matching()? {
             let mut previous = None;
             for at in revisions {
                 if at.revision.main > self.initial_rev {

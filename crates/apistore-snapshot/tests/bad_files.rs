@@ -16,7 +16,18 @@ use apistore_storage::{DynamicObject, ListOptions, Storage};
 /// current revision, a list through the store. Errors are fine; panics are not.
 async fn read_everything(path: &std::path::Path) -> Result<(), String> {
     let snapshot = Arc::new(Snapshot::open(path).map_err(|e| e.to_string())?);
-    let keys: Vec<_> = snapshot.keys_under(b"").map(|(k, _)| k.clone()).collect();
+    let keys: Vec<_> = snapshot
+        .keys_under(b"")
+        .map_err(|e| e.to_string())?
+        .map(|(k, _)| k.clone())
+        .collect();
+    // Each key got from a file not yet indexed: looked back for from the newest record.
+    let unindexed = Snapshot::open(path).map_err(|e| e.to_string())?;
+    for key in &keys {
+        unindexed
+            .get(key, unindexed.revision())
+            .map_err(|e| e.to_string())?;
+    }
     for key in &keys {
         snapshot.history(key).map_err(|e| e.to_string())?;
         snapshot

@@ -93,7 +93,9 @@ pub(super) fn keys(
     let path_prefix = path_prefix(&offline.prefix);
     let prefix = format!("{path_prefix}{}", key_prefix.unwrap_or_default());
     let revision = checked(offline, &prefix, revision)?;
-    let range = snapshot.range(prefix.as_bytes(), prefix.as_bytes(), 0, revision);
+    let range = snapshot
+        .range(prefix.as_bytes(), prefix.as_bytes(), 0, revision)
+        .map_err(CliError::Snapshot)?;
     let mut rows = Vec::with_capacity(range.keys.len());
     for (key, _) in &range.keys {
         let Some(kv) = snapshot.get(key, revision).map_err(CliError::Snapshot)? else {

@@ -71,7 +71,7 @@ pub(super) async fn restore(
     };
     let mut planned = Vec::new();
     for wanted in &args.keys {
-        let keys = keys_at(&offline, &prefix, wanted, revision);
+        let keys = keys_at(&offline, &prefix, wanted, revision)?;
         if keys.is_empty() {
             summary.failed.push(Outcome {
                 key: wanted.clone(),
@@ -133,22 +133,36 @@ fn incomplete(summary: &Summary) -> CliError {
 
 /// The keys (relative to the prefix) `wanted` names in the snapshot at `revision`: the
 /// key itself when it holds an object then, else every key under it as a directory.
-fn keys_at(offline: &Offline, prefix: &str, wanted: &str, revision: i64) -> Vec<String> {
+fn keys_at(
+    offline: &Offline,
+    prefix: &str,
+    wanted: &str,
+    revision: i64,
+) -> Result<Vec<String>, CliError> {
     let snapshot = &offline.snapshot;
     let relative = wanted.trim_matches('/');
     let exact = format!("{prefix}{relative}");
-    if snapshot.revision_at(exact.as_bytes(), revision).is_some() {
-        return vec![relative.to_owned()];
+    let exists = |key: &[u8]| {
+        snapshot
+            .revision_at(key, revision)
+            .map(|at| at.is_some())
+            .map_err(CliError::Snapshot)
+    };
+    if exists(exact.as_bytes())? {
+        return Ok(vec![relative.to_owned()]);
     }
     let directory = format!("{exact}/");
-    snapshot
+    let mut keys = Vec::new();
+    for (key, _) in snapshot
         .keys_under(directory.as_bytes())
-        .filter(|(key, _)| snapshot.revision_at(key, revision).is_some())
-        .map(|(key, _)| {
+        .map_err(CliError::Snapshot)?
+    {
+        if exists(key)? {
             let key = String::from_utf8_lossy(key);
-            key.strip_prefix(prefix).unwrap_or(&key).to_owned()
-        })
-        .collect()
+            keys.push(key.strip_prefix(prefix).unwrap_or(&key).to_owned());
+        }
+    }
+    Ok(keys)
 }
 
 /// The object under `key` in the snapshot at `revision`, decrypted and decoded.

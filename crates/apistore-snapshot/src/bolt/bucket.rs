@@ -150,6 +150,25 @@ impl Bucket {
     pub fn for_each(
         &self,
         file: &BoltFile,
+        visit: impl FnMut(Entry) -> Result<bool>,
+    ) -> Result<()> {
+        self.walk(file, Direction::Forward, visit)
+    }
+
+    /// [`Self::for_each`] from the last key back to the first: the newest records of
+    /// etcd's `key` bucket first, whose keys are revisions.
+    pub fn for_each_rev(
+        &self,
+        file: &BoltFile,
+        visit: impl FnMut(Entry) -> Result<bool>,
+    ) -> Result<()> {
+        self.walk(file, Direction::Backward, visit)
+    }
+
+    fn walk(
+        &self,
+        file: &BoltFile,
+        direction: Direction,
         mut visit: impl FnMut(Entry) -> Result<bool>,
     ) -> Result<()> {
         let root = self.root_page(file)?;
@@ -157,11 +176,13 @@ impl Bucket {
         if let Root::Page(id, _) = self.root {
             visited.insert(id);
         }
+        // Each page on the stack with how many of its elements have been taken.
         let mut stack: Vec<(Page, u16)> = vec![(root, 0)];
-        while let Some((page, next)) = stack.pop() {
+        while let Some((page, taken)) = stack.pop() {
             match page.flags {
                 LEAF_PAGE => {
-                    for index in 0..page.count {
+                    for n in 0..page.count {
+                        let index = direction.index(page.count, n);
                         if !visit(entry(file, &page, index)?)? {
                             return Ok(());
                         }
@@ -171,10 +192,10 @@ impl Bucket {
                     if page.count == 0 {
                         return Err(empty_branch(file, &page));
                     }
-                    if next >= page.count {
+                    if taken >= page.count {
                         continue;
                     }
-                    let child = child(file, &page, next)?;
+                    let child = child(file, &page, direction.index(page.count, taken))?;
                     if !visited.insert(child.origin.page) {
                         return Err(file.corrupt(
                             page.origin.page,
@@ -185,7 +206,7 @@ impl Bucket {
                             ),
                         ));
                     }
-                    stack.push((page, next + 1));
+                    stack.push((page, taken + 1));
                     if stack.len() > MAX_DEPTH {
                         return Err(too_deep(file, &child));
                     }
@@ -195,6 +216,23 @@ impl Bucket {
             }
         }
         Ok(())
+    }
+}
+
+/// Which way a walk goes through the keys.
+#[derive(Debug, Clone, Copy)]
+enum Direction {
+    Forward,
+    Backward,
+}
+
+impl Direction {
+    /// The index of the `n`th element taken from a page of `count`.
+    fn index(self, count: u16, n: u16) -> u16 {
+        match self {
+            Self::Forward => n,
+            Self::Backward => count - 1 - n,
+        }
     }
 }
 

@@ -18,7 +18,9 @@ const CACHED_PAGES: usize = 1024;
 /// Bytes a read fetches at once when it continues the previous one (64 pages of
 /// 4 KiB): a scan of a bucket reads its leaf pages mostly in file order, and one
 /// system call for 64 pages costs little more than one for a page (`analyze` of a
-/// 719 MiB snapshot: 1.22 s reading a page at a time, 0.94 s with this).
+/// 719 MiB snapshot: 1.22 s reading a page at a time, 0.94 s with this). A walk from
+/// the last key back reads them mostly against file order, and fetches the bytes
+/// before the previous read instead.
 const READ_AHEAD: u64 = 256 * 1024;
 /// Bytes of the hash etcd appends to a snapshot.
 const HASH_BYTES: u64 = 32;
@@ -38,11 +40,15 @@ pub struct BoltFile {
     read_ahead: Mutex<ReadAhead>,
 }
 
-/// The bytes read ahead of the last page read, and where that read ended.
+/// The bytes read ahead of (or behind) the last page read, and where that read began
+/// and ended.
 #[derive(Debug, Default)]
 struct ReadAhead {
     start: u64,
     bytes: Vec<u8>,
+    /// Where the last read began.
+    last: u64,
+    /// Where the last read ended.
     next: u64,
 }
 
@@ -214,9 +220,12 @@ impl BoltFile {
 
     /// Appends `len` bytes of pages at `offset` to `out`: from the bytes read ahead
     /// when they hold them; with a read of [`READ_AHEAD`] bytes when the read
-    /// continues near where the previous one ended; otherwise as asked (a lookup jumps
-    /// about the file, and reading ahead of each jump would only copy more). Bytes from
-    /// the read-ahead are copied once, into room not zeroed first.
+    /// continues near where the previous one ended, or of the [`READ_AHEAD`] bytes
+    /// before where the previous one began when it lies just before that (a walk
+    /// backwards: the bytes up to the previous read are this page's overflow, if it
+    /// has any); otherwise as asked (a lookup jumps about the file, and reading ahead
+    /// of each jump would only copy more). Bytes from the read-ahead are copied once,
+    /// into room not zeroed first.
     fn read_pages(
         &self,
         out: &mut Vec<u8>,
@@ -233,21 +242,30 @@ impl BoltFile {
             ahead.next = end;
             return Ok(());
         }
-        let continues = offset >= ahead.next && offset - ahead.next < READ_AHEAD;
+        let forward = offset >= ahead.next && offset - ahead.next < READ_AHEAD;
+        let backward = end <= ahead.last && ahead.last - offset <= READ_AHEAD;
+        let window = if forward {
+            offset..offset.saturating_add(READ_AHEAD).min(self.data_len)
+        } else if backward {
+            ahead.last.saturating_sub(READ_AHEAD)..ahead.last
+        } else {
+            offset..end
+        };
+        ahead.last = offset;
         ahead.next = end;
-        let window_end = offset.saturating_add(READ_AHEAD).min(self.data_len);
-        if !continues || window_end <= end {
+        if window.end - window.start <= len as u64 {
             drop(ahead);
             let at = out.len();
             out.resize(at + len, 0);
             return self.read_described(&mut out[at..], offset, what);
         }
-        let mut window = std::mem::take(&mut ahead.bytes);
-        window.resize((window_end - offset) as usize, 0);
-        self.read_described(&mut window, offset, what)?;
-        out.extend_from_slice(&window[..len]);
-        ahead.start = offset;
-        ahead.bytes = window;
+        let mut bytes = std::mem::take(&mut ahead.bytes);
+        bytes.resize((window.end - window.start) as usize, 0);
+        self.read_described(&mut bytes, window.start, what)?;
+        let from = (offset - window.start) as usize;
+        out.extend_from_slice(&bytes[from..from + len]);
+        ahead.start = window.start;
+        ahead.bytes = bytes;
         Ok(())
     }
 

@@ -125,6 +125,24 @@ fn pages_read_ahead_are_the_pages_read_one_by_one() {
         })
         .unwrap();
         assert!(scanned == want, "scan, reversed: {reversed}");
+        // Walked from the last key back: the same entries, the other way round; and a
+        // walk stopped early visits only what it asked for.
+        let mut backward = Vec::new();
+        big.for_each_rev(&bolt, |entry| {
+            backward.push((entry.key.to_vec(), entry.value.to_vec()));
+            Ok(true)
+        })
+        .unwrap();
+        backward.reverse();
+        assert!(backward == want, "backward, reversed: {reversed}");
+        let mut newest = Vec::new();
+        big.for_each_rev(&bolt, |entry| {
+            newest.push(entry.key.to_vec());
+            Ok(newest.len() < 3)
+        })
+        .unwrap();
+        let last_three: Vec<_> = want.iter().rev().take(3).map(|(k, _)| k.clone()).collect();
+        assert_eq!(newest, last_three);
         // Looked up out of order, then scanned again: the same bytes.
         for (key, value) in want.iter().rev().step_by(7) {
             let entry = big.get(&bolt, key).unwrap().unwrap();
@@ -218,6 +236,8 @@ fn a_page_cycle_is_an_error_not_a_hang() {
     let bucket = Bucket::root(&bolt).bucket(&bolt, b"loop").unwrap().unwrap();
     let err = bucket.for_each(&bolt, |_| Ok(true)).unwrap_err();
     assert!(err.to_string().contains("cycle"), "{err}");
+    let err = bucket.for_each_rev(&bolt, |_| Ok(true)).unwrap_err();
+    assert!(err.to_string().contains("cycle"), "backward: {err}");
     let err = bucket.get(&bolt, b"zzz").unwrap_err();
     assert!(err.to_string().contains("cycle"), "{err}");
 }
@@ -232,12 +252,18 @@ fn bad_elements_and_pages_name_the_page_and_offset() {
     let file = write(&broken);
     let bolt = BoltFile::open(file.path()).unwrap();
     let big = Bucket::root(&bolt).bucket(&bolt, b"big").unwrap().unwrap();
-    let err = big.for_each(&bolt, |_| Ok(true)).unwrap_err();
-    match &err {
-        SnapshotError::CorruptPage { page, offset, .. } => {
-            assert_eq!((*page, *offset), (3, element as u64), "{err}");
+    for backward in [false, true] {
+        let err = if backward {
+            big.for_each_rev(&bolt, |_| Ok(true)).unwrap_err()
+        } else {
+            big.for_each(&bolt, |_| Ok(true)).unwrap_err()
+        };
+        match &err {
+            SnapshotError::CorruptPage { page, offset, .. } => {
+                assert_eq!((*page, *offset), (3, element as u64), "{err}");
+            }
+            other => panic!("{other}"),
         }
-        other => panic!("{other}"),
     }
     // A page whose header names another page.
     let mut broken = bytes;
@@ -267,6 +293,7 @@ proptest::proptest! {
             for name in [&b"big"[..], b"small"] {
                 if let Ok(Some(bucket)) = root.bucket(&bolt, name) {
                     let _ = bucket.for_each(&bolt, |_| Ok(true));
+                    let _ = bucket.for_each_rev(&bolt, |_| Ok(true));
                     let _ = bucket.get(&bolt, b"m");
                     let _ = bucket.bucket(&bolt, b"inner");
                 }
