@@ -38,7 +38,7 @@ use crate::error::{Result, XtaskError};
 use crate::etcd_versions::EtcdVersion;
 use crate::go::Go;
 use crate::kube_apiserver::KubeApiServers;
-use crate::run::run_step;
+use crate::run::{run_step, run_step_within};
 use crate::soak_tests::{HOG_LIMIT, Hogs, Tally};
 use crate::test_build::{Binary, SELECTION, WorkspaceBuild, run_all};
 
@@ -271,10 +271,11 @@ fn test(root: &Path, etcd: Option<EtcdVersion>, cargo_test_args: &[String]) -> R
     let build = WorkspaceBuild::build(cargo_command(&cargo, root, &protoc))?;
     run_all(build.tests_except(&[INTEROP_PACKAGE]), &etcd_env, &[])?;
     // Doc tests compile against the same build of the dependencies.
-    run_step(
+    run_step_within(
         cargo_command(&cargo, root, &protoc)
             .args(["test", "--doc"])
             .args(SELECTION),
+        DOC_TESTS_LIMIT,
     )?;
     // The facade's examples are documentation that must keep working: run each
     // against the test etcd.
@@ -282,15 +283,22 @@ fn test(root: &Path, etcd: Option<EtcdVersion>, cargo_test_args: &[String]) -> R
         let binary = build.example(example).ok_or_else(|| {
             XtaskError::StepsFailed(vec![format!("the build made no example `{example}`")])
         })?;
-        run_step(
+        run_step_within(
             Command::new(&binary.executable)
                 .current_dir(&binary.package_dir)
                 .env(DEMO_ENDPOINTS_ENV, &endpoint),
+            EXAMPLE_LIMIT,
         )?;
     }
     println!("xtask: fmt, clippy, tests and examples passed");
     Ok(())
 }
+
+/// How long the doc tests may take, their compilation included (about 3 minutes here):
+/// past it they have hung, and are killed with a diagnosis.
+const DOC_TESTS_LIMIT: Duration = Duration::from_secs(20 * 60);
+/// How long one example may run (each takes seconds).
+const EXAMPLE_LIMIT: Duration = Duration::from_secs(5 * 60);
 
 /// The facade's examples `cargo xtask test` runs (the demo has its own command).
 const EXAMPLES: [&str; 6] = [

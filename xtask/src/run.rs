@@ -44,7 +44,8 @@ pub(crate) fn run_step(cmd: &mut Command) -> Result<()> {
     step_result(line, status)
 }
 
-/// [`run_step`] for a command that could hang (a test binary): killed, with an error
+/// [`run_step`] for a command that could hang (a test binary, `cargo test --doc`, an
+/// example): killed, with its descendants (the doc tests `cargo` runs), and an error
 /// naming it and what its threads were waiting in, once it has run for `limit`. A hang
 /// then fails the one step instead of using up CI's whole time.
 pub(crate) fn run_step_within(cmd: &mut Command, limit: Duration) -> Result<()> {
@@ -65,6 +66,17 @@ pub(crate) fn run_step_within(cmd: &mut Command, limit: Duration) -> Result<()> 
         }
         if started.elapsed() >= limit {
             let threads = thread_states(child.id());
+            // The descendants first, found while their parent still holds them: an
+            // orphan left running would keep CI's output open. std kills only its own
+            // children, so they go through `kill(1)`; without it they are left.
+            let descendants = descendants(child.id());
+            if !descendants.is_empty() {
+                let _ = Command::new("kill")
+                    .arg("-KILL")
+                    .args(descendants.iter().map(u32::to_string))
+                    .stderr(Stdio::null())
+                    .status();
+            }
             // Already gone is fine: the wait below reaps it either way.
             let _ = child.kill();
             let _ = child.wait();
@@ -89,6 +101,29 @@ fn step_result(line: String, status: ExitStatus) -> Result<()> {
             status,
         })
     }
+}
+
+/// The processes under `pid`, children before grandchildren, from `/proc` (Linux; none
+/// where it cannot be read).
+fn descendants(pid: u32) -> Vec<u32> {
+    let mut found = Vec::new();
+    let mut parents = vec![pid];
+    while let Some(parent) = parents.pop() {
+        let Ok(tasks) = std::fs::read_dir(format!("/proc/{parent}/task")) else {
+            continue;
+        };
+        for task in tasks.flatten() {
+            let children =
+                std::fs::read_to_string(task.path().join("children")).unwrap_or_default();
+            for child in children.split_whitespace().filter_map(|c| c.parse().ok()) {
+                if !found.contains(&child) && child != pid {
+                    found.push(child);
+                    parents.push(child);
+                }
+            }
+        }
+    }
+    found
 }
 
 /// Each thread of process `pid` as `name:wait-channel`, from `/proc` (Linux): enough to
@@ -145,6 +180,25 @@ mod tests {
             }
             other => panic!("expected a time-out, got {other:?}"),
         }
+    }
+
+    #[test]
+    fn a_step_past_its_limit_is_killed_with_its_descendants() {
+        let marker = std::env::temp_dir().join(format!("xtask-orphan-{}", std::process::id()));
+        let _ = std::fs::remove_file(&marker);
+        // A shell whose child outlives it unless killed too: it touches the marker
+        // after 2 s.
+        let script = format!("(sleep 2; touch {}) & wait", marker.display());
+        let result = run_step_within(
+            Command::new("sh").args(["-c", &script]),
+            Duration::from_millis(300),
+        );
+        assert!(
+            matches!(result, Err(XtaskError::StepTimedOut { .. })),
+            "{result:?}"
+        );
+        std::thread::sleep(Duration::from_secs(3));
+        assert!(!marker.exists(), "the shell's child outlived it");
     }
 
     #[test]

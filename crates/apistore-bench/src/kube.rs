@@ -215,9 +215,7 @@ impl Bench {
             bytes as f64 / objects.max(1) as f64
         ));
         let result = self.kube_lists(go, store, &values, revision, out).await;
-        self.clear_pods().await?;
-        self.compact().await?;
-        result
+        self.clean_up_after(result).await
     }
 
     /// The create, get and update rows, on a pool of Pods stored for them.
@@ -277,9 +275,19 @@ impl Bench {
                 }
             }
         }
-        self.clear_pods().await?;
-        self.compact().await?;
-        result
+        self.clean_up_after(result).await
+    }
+
+    /// Clears the section's Pods and compacts after a group of rows, whether or not
+    /// the group failed. The group's own error wins over the clean-up's (it is the one
+    /// worth reporting; a clean-up that fails after it most likely fails for the same
+    /// reason); after a group that did not fail, a failed clean-up is the error.
+    async fn clean_up_after(&self, group: Result<()>) -> Result<()> {
+        let cleaned = match self.clear_pods().await {
+            Ok(()) => self.compact().await,
+            Err(error) => Err(error),
+        };
+        group.and(cleaned)
     }
 
     /// Deletes every Pod (untimed).

@@ -244,9 +244,7 @@ impl Bench {
         let result = self.kube_cache_rows(go, out).await;
         // Cleanup, also after a failed row: that row's error is the one to report.
         let _ = Self::ask(go, &json!({"op": "cacheStop"}));
-        self.clear_pods().await?;
-        self.compact().await?;
-        result
+        self.clean_up_after(result).await
     }
 
     async fn kube_cache_rows(&self, go: &mut GoArm, out: &mut SideBySide) -> Result<()> {
