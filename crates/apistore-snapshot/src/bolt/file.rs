@@ -239,6 +239,7 @@ impl BoltFile {
         if offset >= held.start && end <= held.end {
             let from = (offset - held.start) as usize;
             out.extend_from_slice(&ahead.bytes[from..from + len]);
+            ahead.last = offset;
             ahead.next = end;
             return Ok(());
         }
