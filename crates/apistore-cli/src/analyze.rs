@@ -142,7 +142,7 @@ pub(crate) fn offline(
                         page: 0,
                         offset: 0,
                         problem: format!(
-                            "it holds {:?} where the index built at open had {:?}: the file \
+                            "it holds {:?} where the index built before had {:?}: the file \
                              changed",
                             String::from_utf8_lossy(&key),
                             String::from_utf8_lossy(last)

@@ -40,7 +40,7 @@ impl Offline {
             None => None,
         };
         // Opened after the flags are checked: a mistake on the command line is reported
-        // before a large file is indexed.
+        // before a large file is read.
         let snapshot = Snapshot::open(path).map_err(CliError::Snapshot)?;
         Ok(Self {
             snapshot: Arc::new(snapshot),
