@@ -294,7 +294,7 @@ fn test(root: &Path, etcd: Option<EtcdVersion>, cargo_test_args: &[String]) -> R
     Ok(())
 }
 
-/// How long the doc tests may take, their compilation included (about 3 minutes here):
+/// How long the doc tests may take, their compilation included (minutes here):
 /// past it they have hung, and are killed with a diagnosis.
 const DOC_TESTS_LIMIT: Duration = Duration::from_secs(20 * 60);
 /// How long one example may run (each takes seconds).
