@@ -8,7 +8,8 @@
 //! The freelist is never read: a reader only follows the tree from the meta page.
 //!
 //! Pages are read with positioned reads, one page (and its overflow) at a time, and a
-//! small cache keeps the most recent ones; the file is never read whole. Every length,
+//! small cache keeps the most recent ones (a walk reads ahead, in windows of 256 KiB,
+//! eight of them kept); the file is never read whole. Every length,
 //! offset and page id read from the file is checked before it is used, and every walk
 //! of the tree remembers the pages it has entered, so a corrupt file is an error that
 //! names the page and byte offset, never a panic or a loop.
