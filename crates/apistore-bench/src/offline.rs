@@ -12,7 +12,7 @@
 //! hashed), `apistore --snapshot FILE count pods`, `analyze -o json` (every value's
 //! prefix read, every object's metadata decoded) and `get` of one Pod: one updated
 //! after the fill, whose last revision is among the file's newest records, where a get
-//! looks first; and, without a goal, the second object written, a Pod never updated,
+//! looks first; and, without a goal, one of the first objects written, a Pod never updated,
 //! which only a scan of the whole file finds (the file has no index from key to
 //! revision).
 //!
@@ -49,6 +49,9 @@ const GET_GOAL: Duration = Duration::from_millis(50);
 /// cover: the file has no index from key to revision, and only a whole scan finds a
 /// key's last revision among the oldest records.
 const OLD_POD_ROW: &str = "apistore get (a Pod written first, never updated)";
+/// The change phase updates every object whose index is a multiple of this (each a
+/// Pod: one in twenty of them).
+const UPDATE_EVERY: u64 = 40;
 /// Concurrent writers filling etcd.
 const WRITERS: usize = 32;
 /// How many namespaces the objects spread over.
@@ -130,9 +133,13 @@ pub(crate) async fn run(settings: &Settings, cli: &Path, etcdutl: &Path) -> Resu
     println!("  snapshot of {:.0} MiB", file_bytes as f64 / 1048576.0);
 
     let snapshot = file.to_string_lossy().into_owned();
-    // A Pod the change phase updated (every fortieth object), among the newest records,
-    // and the second object written, a Pod never changed since: the oldest records.
-    let one_pod = format!("pods/{}", pod_key(objects / 2));
+    // A Pod the change phase updated, among the newest records,
+    // and one of the first objects written, a Pod never changed since: among the oldest
+    // records. `objects / 2`, rounded down to one the change phase updates.
+    let one_pod = format!(
+        "pods/{}",
+        pod_key(objects / 2 / UPDATE_EVERY * UPDATE_EVERY)
+    );
     let old_pod = format!("pods/{}", pod_key(1));
     let commands: [(&'static str, PathBuf, Vec<String>); 5] = [
         (
@@ -294,21 +301,22 @@ async fn fill(client: &etcd_client::Client, objects: u64) -> Result<()> {
     while let Some(done) = puts.next().await {
         done?;
     }
-    let changes = futures::stream::iter((0..objects).filter(|i| i % 40 == 0 || i % 400 == 2))
-        .map(|i| {
-            let mut client = client.clone();
-            let prepared = object(i, kp, &secrets);
-            async move {
-                let (key, value) = prepared?;
-                if i % 4 == 2 {
-                    client.delete(key, None).await?;
-                } else {
-                    client.put(key, value, None).await?;
+    let changes =
+        futures::stream::iter((0..objects).filter(|i| i % UPDATE_EVERY == 0 || i % 400 == 2))
+            .map(|i| {
+                let mut client = client.clone();
+                let prepared = object(i, kp, &secrets);
+                async move {
+                    let (key, value) = prepared?;
+                    if i % 4 == 2 {
+                        client.delete(key, None).await?;
+                    } else {
+                        client.put(key, value, None).await?;
+                    }
+                    Ok::<_, BenchError>(())
                 }
-                Ok::<_, BenchError>(())
-            }
-        })
-        .buffer_unordered(WRITERS);
+            })
+            .buffer_unordered(WRITERS);
     futures::pin_mut!(changes);
     while let Some(done) = changes.next().await {
         done?;
@@ -469,7 +477,7 @@ impl OfflineSection {
              timed from spawn to exit (median of the rounds); *peak RSS* is the kernel's \
              `ru_maxrss` for it, read by `wait4`. The first `get` is of a Pod updated after \
              the fill (its last revision among the file's newest records, where a get looks \
-             first), the second of the second object written, a Pod never updated since: \
+             first), the other of one of the first objects written, a Pod never updated since: \
              only a scan of the whole file finds its last revision (the file has no index \
              from key to revision), so it has no goal.\n",
             self.objects,
