@@ -24,8 +24,8 @@ const CACHED_PAGES: usize = 1024;
 const READ_AHEAD: u64 = 256 * 1024;
 /// Reads ahead kept at once (2 MiB): a walk over the newest part of etcd's file moves
 /// between a few regions of it (copy-on-write leaves recent leaf pages out of order),
-/// and with one window kept it read the same bytes again and again (1.75 GiB read to
-/// walk a 714 MiB file backwards, 1.2 GiB forwards).
+/// and with one window kept it read the same bytes again and again (1,753 MiB read to
+/// walk a 714 MiB file backwards, 1,195 MiB forwards).
 const WINDOWS: usize = 8;
 /// Bytes of the hash etcd appends to a snapshot.
 const HASH_BYTES: u64 = 32;
