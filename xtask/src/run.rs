@@ -182,23 +182,49 @@ mod tests {
         }
     }
 
+    /// Whether process `pid` still runs: not gone, and not a zombie (killed, not yet
+    /// reaped by whoever adopted it).
+    fn running(pid: &str) -> bool {
+        std::fs::read_to_string(format!("/proc/{pid}/stat"))
+            .ok()
+            .and_then(|stat| {
+                let state = stat.rsplit_once(") ")?.1.chars().next()?;
+                Some(state != 'Z' && state != 'X')
+            })
+            .unwrap_or(false)
+    }
+
     #[test]
     fn a_step_past_its_limit_is_killed_with_its_descendants() {
-        let marker = std::env::temp_dir().join(format!("xtask-orphan-{}", std::process::id()));
-        let _ = std::fs::remove_file(&marker);
-        // A shell whose child outlives it unless killed too: it touches the marker
-        // after 2 s.
-        let script = format!("(sleep 2; touch {}) & wait", marker.display());
+        let dir = std::env::temp_dir().join(format!("xtask-orphan-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let pid_file = dir.join("child.pid");
+        let _ = std::fs::remove_file(&pid_file);
+        // A shell whose child would outlive it by minutes unless killed too; the
+        // child's pid is written before the shell waits.
+        let script = format!("sleep 300 & echo $! > {}; wait", pid_file.display());
         let result = run_step_within(
             Command::new("sh").args(["-c", &script]),
-            Duration::from_millis(300),
+            Duration::from_secs(2),
         );
         assert!(
             matches!(result, Err(XtaskError::StepTimedOut { .. })),
             "{result:?}"
         );
-        std::thread::sleep(Duration::from_secs(3));
-        assert!(!marker.exists(), "the shell's child outlived it");
+        let child = std::fs::read_to_string(&pid_file).expect("the shell wrote its child's pid");
+        let child = child.trim().to_owned();
+        // SIGKILL is delivered before `kill` returns; the deadline only bounds a
+        // failure, where the child would sleep on for minutes.
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while running(&child) && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let outlived = running(&child);
+        if outlived {
+            let _ = Command::new("kill").args(["-KILL", &child]).status();
+        }
+        let _ = std::fs::remove_dir_all(&dir);
+        assert!(!outlived, "the shell's child {child} outlived it");
     }
 
     #[test]

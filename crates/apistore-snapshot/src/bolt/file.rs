@@ -276,7 +276,9 @@ impl BoltFile {
         };
         ahead.last = offset;
         ahead.next = end;
-        if window.end - window.start <= len as u64 {
+        // Saturating: a window past the data's end (never asked for by `page`, which
+        // checks ids against the high water mark) is read as asked, and fails there.
+        if window.end.saturating_sub(window.start) <= len as u64 {
             drop(ahead);
             let at = out.len();
             out.resize(at + len, 0);
