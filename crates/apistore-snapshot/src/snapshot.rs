@@ -299,6 +299,10 @@ impl Snapshot {
         let mut examined = 0;
         // What the bucket answers when the walk reaches its first record.
         let mut answer = LookBack::Absent;
+        // The revision of the record read before this one, which is newer. The same
+        // two checks as the index build makes on what it reads, so a damaged file
+        // gives the same error whether a get looks back or the index answers it.
+        let mut newer: Option<Revision> = None;
         self.keys.for_each_rev(&self.file, |entry| {
             if examined == budget {
                 answer = LookBack::NotAmongTheNewest;
@@ -314,14 +318,27 @@ impl Snapshot {
                     "not a revision key",
                 ));
             };
+            let at = IndexedRevision {
+                revision,
+                tombstone,
+            };
+            if newer.is_some_and(|newer| newer <= revision) {
+                return Err(bad_record(
+                    &self.file,
+                    "in the key bucket",
+                    &entry,
+                    "revisions out of order",
+                ));
+            }
+            newer = Some(revision);
+            if entry.is_bucket {
+                let problem = "a bucket, not a value";
+                return Err(bad_record(&self.file, &describe(at), &entry, problem));
+            }
             if revision.main > rev {
                 return Ok(true);
             }
             let stored = key_of(&entry.value).map_err(|problem| {
-                let at = IndexedRevision {
-                    revision,
-                    tombstone,
-                };
                 let problem = format!("mvccpb.KeyValue: {problem}");
                 bad_record(&self.file, &describe(at), &entry, &problem)
             })?;
@@ -581,6 +598,60 @@ mod tests {
         assert!(history[2].tombstone);
         assert_eq!(snapshot.range(b"/", b"/", 0, 3).unwrap().keys.len(), 1);
         assert_eq!(snapshot.range(b"/", b"/", 0, 4).unwrap().count, 0);
+    }
+
+    /// A file whose `key` bucket holds `records` in the order given, and an empty `meta`.
+    fn key_bucket_of(records: &[(Vec<u8>, Value<'_>)]) -> tempfile::NamedTempFile {
+        let mut bolt = TestBolt::new(4096);
+        let entries: Vec<(&[u8], Value<'_>)> = records
+            .iter()
+            .map(|(key, value)| {
+                let value = match value {
+                    Value::Plain(bytes) => Value::Plain(bytes),
+                    Value::Bucket(header) => Value::Bucket(header.clone()),
+                };
+                (key.as_slice(), value)
+            })
+            .collect();
+        let keys = bolt.leaf(&entries);
+        let root = bolt.leaf(&[
+            (b"key", Value::Bucket(bucket_at(keys))),
+            (b"meta", Value::Bucket(inline_bucket(&[]))),
+        ]);
+        write(&bolt.finish(root))
+    }
+
+    /// The error of a get before the index and of the index build, which must agree.
+    fn get_and_index_errors(file: &tempfile::NamedTempFile, key: &[u8], rev: i64) -> [String; 2] {
+        let snapshot = Snapshot::open(file.path()).unwrap();
+        let looked_back = snapshot.get(key, rev).unwrap_err().to_string();
+        assert!(!snapshot.is_indexed());
+        let indexed = snapshot.counts().unwrap_err().to_string();
+        [looked_back, indexed]
+    }
+
+    #[test]
+    fn a_damaged_key_bucket_is_the_same_error_looked_back_or_indexed() {
+        let (v2, v4) = (kv(b"/a", 2, b"one"), kv(b"/b", 4, b"two"));
+        let r = |main| Revision { main, sub: 0 }.to_key(false);
+        // A nested bucket where a value belongs, between the newest record (which
+        // opening reads whole) and the one the get wants.
+        let nested = key_bucket_of(&[
+            (r(2), Value::Plain(&v2)),
+            (
+                r(3),
+                Value::Bucket(inline_bucket(&[(b"x", Value::Plain(b"y"))])),
+            ),
+            (r(4), Value::Plain(&v4)),
+        ]);
+        for err in get_and_index_errors(&nested, b"/a", 4) {
+            assert!(err.contains("a bucket, not a value"), "{err}");
+        }
+        // Revision 4 stored before revision 2: the look back meets 2 first, then 4.
+        let disordered = key_bucket_of(&[(r(4), Value::Plain(&v4)), (r(2), Value::Plain(&v2))]);
+        for err in get_and_index_errors(&disordered, b"/b", 2) {
+            assert!(err.contains("revisions out of order"), "{err}");
+        }
     }
 
     /// A file of `records` revisions, each a put of its own key `/k{i}` except that
