@@ -182,16 +182,23 @@ mod tests {
         }
     }
 
-    /// Whether process `pid` still runs: not gone, and not a zombie (killed, not yet
-    /// reaped by whoever adopted it).
-    fn running(pid: &str) -> bool {
-        std::fs::read_to_string(format!("/proc/{pid}/stat"))
-            .ok()
-            .and_then(|stat| {
-                let state = stat.rsplit_once(") ")?.1.chars().next()?;
-                Some(state != 'Z' && state != 'X')
-            })
-            .unwrap_or(false)
+    /// Process `pid`'s state letter and start time (in clock ticks after boot), while
+    /// it exists: the start time tells it from a later process given the same pid.
+    fn state_and_start(pid: &str) -> Option<(char, String)> {
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+        // The fields after the command name: state is the first, start time the 20th.
+        let fields: Vec<&str> = stat.rsplit_once(") ")?.1.split_whitespace().collect();
+        Some((
+            fields.first()?.chars().next()?,
+            (*fields.get(19)?).to_owned(),
+        ))
+    }
+
+    /// Whether the process `pid` that started at `started` still runs: not gone, not
+    /// a zombie (killed, not yet reaped by whoever adopted it), not replaced.
+    fn running(pid: &str, started: &str) -> bool {
+        state_and_start(pid)
+            .is_some_and(|(state, start)| state != 'Z' && state != 'X' && start == started)
     }
 
     #[test]
@@ -199,27 +206,41 @@ mod tests {
         let dir = std::env::temp_dir().join(format!("xtask-orphan-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let pid_file = dir.join("child.pid");
-        let _ = std::fs::remove_file(&pid_file);
         // A shell whose child would outlive it by minutes unless killed too; the
-        // child's pid is written before the shell waits.
+        // child's pid is written before the shell waits. A machine too loaded for the
+        // shell to get that far within the limit is tried again with a longer one:
+        // what the test waits on is the pid file, not a time.
         let script = format!("sleep 300 & echo $! > {}; wait", pid_file.display());
-        let result = run_step_within(
-            Command::new("sh").args(["-c", &script]),
-            Duration::from_secs(2),
-        );
-        assert!(
-            matches!(result, Err(XtaskError::StepTimedOut { .. })),
-            "{result:?}"
-        );
-        let child = std::fs::read_to_string(&pid_file).expect("the shell wrote its child's pid");
-        let child = child.trim().to_owned();
-        // SIGKILL is delivered before `kill` returns; the deadline only bounds a
-        // failure, where the child would sleep on for minutes.
+        let mut child = None;
+        for limit in [2, 10, 60] {
+            let _ = std::fs::remove_file(&pid_file);
+            let result = run_step_within(
+                Command::new("sh").args(["-c", &script]),
+                Duration::from_secs(limit),
+            );
+            assert!(
+                matches!(result, Err(XtaskError::StepTimedOut { .. })),
+                "{result:?}"
+            );
+            if let Ok(pid) = std::fs::read_to_string(&pid_file) {
+                child = Some(pid.trim().to_owned());
+                break;
+            }
+        }
+        let child = child.expect("the shell wrote its child's pid within 60 s");
+        // Gone already, the usual case: SIGKILL is delivered before `kill` returns. (A
+        // zombie, killed but not yet reaped, counts as gone in `running`.)
+        let Some((_, started)) = state_and_start(&child) else {
+            let _ = std::fs::remove_dir_all(&dir);
+            return;
+        };
+        // The deadline only bounds a failure, where the child would sleep on for
+        // minutes.
         let deadline = Instant::now() + Duration::from_secs(30);
-        while running(&child) && Instant::now() < deadline {
+        while running(&child, &started) && Instant::now() < deadline {
             std::thread::sleep(Duration::from_millis(20));
         }
-        let outlived = running(&child);
+        let outlived = running(&child, &started);
         if outlived {
             let _ = Command::new("kill").args(["-KILL", &child]).status();
         }

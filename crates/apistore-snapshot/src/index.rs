@@ -11,7 +11,7 @@ use crate::Range;
 use crate::bolt::{BoltFile, Bucket};
 use crate::error::Result;
 use crate::mvcc::Revision;
-use crate::snapshot::{IndexedRevision, bad_record, record};
+use crate::snapshot::{IndexedRevision, in_order, record};
 
 /// Every key with its revisions, oldest first.
 #[derive(Debug)]
@@ -34,13 +34,8 @@ impl Index {
         let mut last: Option<Revision> = None;
         keys.for_each(file, |entry| {
             let record = record(file, &entry)?;
-            if last.is_some_and(|last| last >= record.revision) {
-                return Err(bad_record(
-                    file,
-                    "in the key bucket",
-                    &entry,
-                    "revisions out of order",
-                ));
+            if let Some(last) = last {
+                in_order(file, &entry, last, record.revision)?;
             }
             last = Some(record.revision);
             // A copy: the record's key is a slice of its page, which it would keep.

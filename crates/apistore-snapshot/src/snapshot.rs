@@ -299,9 +299,10 @@ impl Snapshot {
         let mut examined = 0;
         // What the bucket answers when the walk reaches its first record.
         let mut answer = LookBack::Absent;
-        // The revision of the record read before this one, which is newer. The same
-        // two checks as the index build makes on what it reads, so a damaged file
-        // gives the same error whether a get looks back or the index answers it.
+        // The revision of the record read before this one, which is newer. Each record
+        // passed is checked as the index build checks it (`revision_of`, `in_order`), so
+        // a damaged file gives the same error whether a get looks back or the index
+        // answers it.
         let mut newer: Option<Revision> = None;
         self.keys.for_each_rev(&self.file, |entry| {
             if examined == budget {
@@ -309,33 +310,12 @@ impl Snapshot {
                 return Ok(false);
             }
             examined += 1;
-            let Some((revision, tombstone)) = Revision::from_key(&entry.key) else {
-                let record = format!("key {:?}", String::from_utf8_lossy(&entry.key));
-                return Err(bad_record(
-                    &self.file,
-                    &record,
-                    &entry,
-                    "not a revision key",
-                ));
-            };
-            let at = IndexedRevision {
-                revision,
-                tombstone,
-            };
-            if newer.is_some_and(|newer| newer <= revision) {
-                return Err(bad_record(
-                    &self.file,
-                    "in the key bucket",
-                    &entry,
-                    "revisions out of order",
-                ));
+            let at = revision_of(&self.file, &entry)?;
+            if let Some(newer) = newer {
+                in_order(&self.file, &entry, at.revision, newer)?;
             }
-            newer = Some(revision);
-            if entry.is_bucket {
-                let problem = "a bucket, not a value";
-                return Err(bad_record(&self.file, &describe(at), &entry, problem));
-            }
-            if revision.main > rev {
+            newer = Some(at.revision);
+            if at.revision.main > rev {
                 return Ok(true);
             }
             let stored = key_of(&entry.value).map_err(|problem| {
@@ -345,7 +325,7 @@ impl Snapshot {
             if stored != key {
                 return Ok(true);
             }
-            answer = if tombstone {
+            answer = if at.tombstone {
                 LookBack::Absent
             } else {
                 LookBack::Found(record(&self.file, &entry)?.kv)
@@ -452,8 +432,9 @@ pub(crate) fn bad_record(
     }
 }
 
-/// One entry of the `key` bucket as a record.
-pub(crate) fn record(file: &BoltFile, entry: &Entry) -> Result<Record> {
+/// The revision an entry of the `key` bucket is stored under, once it is known to hold
+/// a value (not a nested bucket); its value is not decoded.
+pub(crate) fn revision_of(file: &BoltFile, entry: &Entry) -> Result<IndexedRevision> {
     let Some((revision, tombstone)) = Revision::from_key(&entry.key) else {
         let key = format!("key {:?}", String::from_utf8_lossy(&entry.key));
         return Err(bad_record(file, &key, entry, "not a revision key"));
@@ -470,6 +451,35 @@ pub(crate) fn record(file: &BoltFile, entry: &Entry) -> Result<Record> {
             "a bucket, not a value",
         ));
     }
+    Ok(at)
+}
+
+/// Fails unless `earlier` comes before `later` in the `key` bucket, as etcd writes it;
+/// `entry` is the one of the two read second.
+pub(crate) fn in_order(
+    file: &BoltFile,
+    entry: &Entry,
+    earlier: Revision,
+    later: Revision,
+) -> Result<()> {
+    if earlier >= later {
+        return Err(bad_record(
+            file,
+            "in the key bucket",
+            entry,
+            "revisions out of order",
+        ));
+    }
+    Ok(())
+}
+
+/// One entry of the `key` bucket as a record.
+pub(crate) fn record(file: &BoltFile, entry: &Entry) -> Result<Record> {
+    let at = revision_of(file, entry)?;
+    let IndexedRevision {
+        revision,
+        tombstone,
+    } = at;
     let kv = decode_key_value(&entry.value).map_err(|problem| {
         bad_record(
             file,
@@ -605,13 +615,7 @@ mod tests {
         let mut bolt = TestBolt::new(4096);
         let entries: Vec<(&[u8], Value<'_>)> = records
             .iter()
-            .map(|(key, value)| {
-                let value = match value {
-                    Value::Plain(bytes) => Value::Plain(bytes),
-                    Value::Bucket(header) => Value::Bucket(header.clone()),
-                };
-                (key.as_slice(), value)
-            })
+            .map(|(key, value)| (key.as_slice(), value.clone()))
             .collect();
         let keys = bolt.leaf(&entries);
         let root = bolt.leaf(&[

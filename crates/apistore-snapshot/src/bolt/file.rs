@@ -288,9 +288,9 @@ impl BoltFile {
         let mut bytes = if ahead.windows.len() < WINDOWS {
             Vec::new()
         } else {
-            let oldest = (0..ahead.windows.len())
-                .min_by_key(|&i| ahead.windows[i].used)
-                .unwrap_or(0);
+            let oldest = (ahead.windows.iter().enumerate())
+                .min_by_key(|(_, window)| window.used)
+                .map_or(0, |(i, _)| i);
             ahead.windows.swap_remove(oldest).bytes
         };
         bytes.resize((window.end - window.start) as usize, 0);

@@ -14,6 +14,7 @@ pub(crate) struct TestBolt {
 }
 
 /// A leaf entry: a plain value, or a bucket (its header and inline page, or root).
+#[derive(Clone)]
 pub(crate) enum Value<'a> {
     Plain(&'a [u8]),
     Bucket(Vec<u8>),
