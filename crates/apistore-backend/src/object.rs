@@ -121,8 +121,9 @@ impl<T, E> ObjectLayers<T, E> {
     /// Sets the most threads a large page of a list is read back (transformed and
     /// decoded) on at once: 0 (the default) for one per core the process may use, 1
     /// for the caller's thread alone, as kube-apiserver decodes a list. The list is the
-    /// same either way (its items, where it stops, the error it names); only a page of
-    /// 256 values or more is split. See [`crate::list::ListPages::take_page`].
+    /// same either way (its items, where it stops, the error it names); only a page
+    /// holding a MiB or more of stored values is split, half a MiB or more a thread.
+    /// See [`crate::list::ListPages::take_page`].
     pub fn set_read_threads(&mut self, threads: usize) {
         self.read_threads = threads;
     }

@@ -3,11 +3,12 @@
 //!
 //! kube-apiserver decodes a list's items one after another on the request's goroutine,
 //! while its collector works on the other cores. Reading a Pod back costs tens of
-//! microseconds, so a list of thousands spends most of its time there. A large page is
-//! therefore split into one run of values per thread, each run read on a scoped thread
-//! (the caller's thread takes the first), and the results are taken in key order as a
-//! sequential read's would be: which items the list selects, where it stops and which
-//! error it names do not change. A failure is reported (to
+//! microseconds, so a list of thousands spends most of its time there. A large page (half
+//! a MiB of stored values a thread, see [`MIN_BYTES_PER_THREAD`]) is therefore split
+//! into one run of values per thread, each run read on a scoped thread (the caller's
+//! thread takes the first), and the results are taken in key order as a sequential
+//! read's would be: which items the list selects, where it stops and which error it
+//! names do not change. A failure is reported (to
 //! [`DecodeErrors`](crate::object::DecodeErrors)) only when the list reaches it, so a
 //! value read ahead that the list never takes (it stopped at its limit, or at its
 //! hundredth corrupt object) counts nowhere, as it would not have been read. With a
@@ -23,9 +24,21 @@ use bytes::Bytes;
 use crate::list::ListKey;
 use crate::object::{DecodeErrors, ObjectLayers, UnreadValue};
 
-/// The fewest values a thread is given: below it, starting a thread costs more than it
-/// saves (tens of microseconds against a few per small object, tens per Pod).
-const MIN_VALUES_PER_THREAD: usize = 128;
+/// The least work a thread is given, in stored bytes (each value counted with
+/// [`BYTES_PER_VALUE`] more). Reading back costs about 3 µs per KiB (a 9.7 KiB Pod about
+/// 25 µs), so this is a millisecond and a half or so. Below it, the time a second thread
+/// can save is no more than it may wait to be scheduled when etcd or another process
+/// holds the other core: a page of 500 objects of 1 KiB listed slower on two threads
+/// than on one on a busy 2-core machine (docs/benchmarks.md).
+const MIN_BYTES_PER_THREAD: usize = 512 * 1024;
+
+/// What reading a value back costs beyond its bytes (its key, its allocations, its
+/// place in the results), in bytes of the same cost: about a microsecond.
+const BYTES_PER_VALUE: usize = 256;
+
+/// The fewest values the first batch of a page takes, whose stored bytes decide
+/// whether it is split (see [`PageReader::next`]).
+const FIRST_BATCH: usize = 256;
 
 /// The cores this process may use (its CPU affinity and cgroup quota), read once: the
 /// standard library reads cgroup files each time it is asked.
@@ -46,10 +59,13 @@ pub(crate) struct PageReader<'l, T, E, K, I> {
     layers: &'l ObjectLayers<T, E>,
     predicate: &'l SelectionPredicate,
     stored: I,
+    /// Values already read back, in key order.
     read: std::vec::IntoIter<Read<K, T>>,
+    /// Values taken from `stored` for a batch too small to split: read one at a time.
+    unread: std::vec::IntoIter<(K, Bytes, i64)>,
     threads: usize,
-    /// The fewest values the next batch reads: two threads' worth at first, then twice
-    /// the last batch, so a list with a limit whose selector drops most values reads at
+    /// The fewest values the next batch takes: [`FIRST_BATCH`] at first, then twice the
+    /// last batch, so a list with a limit whose selector drops most values reads at
     /// most about twice what it needed, not a share for every core at each step.
     least_batch: usize,
 }
@@ -73,33 +89,44 @@ where
             predicate,
             stored,
             read: Vec::new().into_iter(),
+            unread: Vec::new().into_iter(),
             threads: layers.read_threads(),
-            least_batch: 2 * MIN_VALUES_PER_THREAD,
+            least_batch: FIRST_BATCH,
         }
     }
 
     /// Whether every value has been handed out.
     pub(crate) fn is_empty(&self) -> bool {
-        self.read.len() == 0 && self.stored.len() == 0
+        self.read.len() == 0 && self.unread.len() == 0 && self.stored.len() == 0
     }
 
     /// The next value read back. `wanted` is how many more values the list expects to
-    /// take (`usize::MAX` when it takes the whole page): a batch read at once is that
-    /// many, or more while the list keeps needing more (see `least_batch`).
+    /// take (`usize::MAX` when it takes the whole page): a batch is that many, or more
+    /// while the list keeps needing more (see `least_batch`). A batch holding
+    /// [`MIN_BYTES_PER_THREAD`] of work for two threads or more is read at once on
+    /// them; a smaller one is read one value at a time as the list takes it, so a
+    /// list that stops early reads no further.
     pub(crate) fn next(&mut self, wanted: usize) -> Option<Read<K, T>> {
         if let Some(read) = self.read.next() {
             return Some(read);
         }
-        let batch = wanted.max(self.least_batch).min(self.stored.len());
-        let threads = self.threads.min(batch / MIN_VALUES_PER_THREAD);
-        if threads > 1 {
+        if self.unread.len() == 0 && self.stored.len() > 0 {
+            let batch = wanted.max(self.least_batch).min(self.stored.len());
+            let taken: Vec<_> = self.stored.by_ref().take(batch).collect();
+            let work: usize = taken
+                .iter()
+                .map(|(_, value, _)| value.len().saturating_add(BYTES_PER_VALUE))
+                .fold(0, usize::saturating_add);
+            let threads = self.threads.min(work / MIN_BYTES_PER_THREAD);
             self.least_batch = batch.saturating_mul(2);
-            let stored = self.stored.by_ref().take(batch).collect();
-            self.read =
-                read_on_threads(self.layers, self.predicate, stored, threads, |_| true).into_iter();
-            return self.read.next();
+            if threads > 1 {
+                self.read = read_on_threads(self.layers, self.predicate, taken, threads, |_| true)
+                    .into_iter();
+                return self.read.next();
+            }
+            self.unread = taken.into_iter();
         }
-        let (key, value, rev) = self.stored.next()?;
+        let (key, value, rev) = self.unread.next()?;
         let read = self
             .layers
             .read_selected(&key.text(), value, rev, self.predicate);
@@ -200,11 +227,25 @@ mod tests {
         }
     }
 
-    /// AES-GCM that notes which threads read values back.
+    /// AES-GCM that notes which threads read values back, and stores each value
+    /// `padding` zero bytes longer (as an envelope would): the values weigh what a
+    /// larger object does in stored bytes, which decide the threads, while reading one
+    /// back costs no more (the tests run unoptimised).
     #[derive(Debug)]
     struct Noting {
         aes: AesGcmTransformer,
         threads: Mutex<HashSet<ThreadId>>,
+        padding: usize,
+    }
+
+    impl Noting {
+        fn new(padding: usize) -> Self {
+            Self {
+                aes: AesGcmTransformer::new(&[7; 32]).unwrap(),
+                threads: Mutex::new(HashSet::new()),
+                padding,
+            }
+        }
     }
 
     impl Transformer for Noting {
@@ -216,6 +257,12 @@ mod tests {
             if let Ok(mut threads) = self.threads.lock() {
                 threads.insert(thread::current().id());
             }
+            let sealed = data.len().saturating_sub(self.padding);
+            let data = if self.padding > 0 && data[sealed..].iter().all(|byte| *byte == 0) {
+                data.slice(..sealed)
+            } else {
+                data
+            };
             self.aes.transform_from_storage(data, authenticated_data)
         }
 
@@ -224,7 +271,11 @@ mod tests {
             data: Bytes,
             authenticated_data: &[u8],
         ) -> apistore_value::Result<Bytes> {
-            self.aes.transform_to_storage(data, authenticated_data)
+            let sealed = self.aes.transform_to_storage(data, authenticated_data)?;
+            let mut padded = Vec::with_capacity(sealed.len() + self.padding);
+            padded.extend_from_slice(&sealed);
+            padded.resize(sealed.len() + self.padding, 0);
+            Ok(Bytes::from(padded))
         }
     }
 
@@ -264,6 +315,10 @@ mod tests {
             self.json.decode(data)
         }
     }
+
+    /// Bytes of padding that make a ConfigMap about 2.4 KiB stored: a thousand of them
+    /// hold work for four read threads (see [`MIN_BYTES_PER_THREAD`]).
+    const PADDED: usize = 2200;
 
     fn stored_values(values: &[Stored], transformer: &Noting) -> Vec<(String, Bytes, i64)> {
         values
@@ -307,9 +362,11 @@ mod tests {
     /// One list over `values` as a backend runs it (each page read after the last key
     /// taken, `page_limit` keys long), summarised: each page's outcome, the list's end
     /// (items, continue token, remaining count, or the error), the counts and the decode
-    /// errors reported; and the threads that read values back.
+    /// errors reported; and the threads that read values back. Each value is stored
+    /// `padding` bytes longer (see [`Noting`]).
     fn list(
         values: &[Stored],
+        padding: usize,
         read_threads: usize,
         limit: i64,
         select_web: bool,
@@ -317,6 +374,7 @@ mod tests {
     ) -> (String, usize) {
         let (summary, threads, _) = list_with(
             values,
+            padding,
             read_threads,
             limit,
             select_web,
@@ -330,16 +388,14 @@ mod tests {
     /// `stored_selector`; also returns how many values the list's codec decoded.
     fn list_with(
         values: &[Stored],
+        padding: usize,
         read_threads: usize,
         limit: i64,
         select_web: bool,
         unsafe_deletion: bool,
         stored_selector: bool,
     ) -> (String, usize, usize) {
-        let transformer = Arc::new(Noting {
-            aes: AesGcmTransformer::new(&[7; 32]).unwrap(),
-            threads: Mutex::new(HashSet::new()),
-        });
+        let transformer = Arc::new(Noting::new(padding));
         let decode_errors = Counted::default();
         let codec = Arc::new(Counting::default());
         let mut layers: ObjectLayers<DynamicObject, Counted> = ObjectLayers::new(
@@ -421,8 +477,9 @@ mod tests {
         (summary, threads, codec.decodes.load(Ordering::Relaxed))
     }
 
-    /// A page of a thousand values is read on the threads asked for, and the list is the
-    /// one read on the caller's thread alone.
+    /// A page of a thousand values of 2.3 KiB is read on the threads asked for, and the
+    /// list is the one read on the caller's thread alone; a page with less work than two
+    /// threads' worth is read on the caller's thread.
     #[test]
     fn a_large_page_is_read_on_several_threads_to_the_same_list() {
         let values: Vec<Stored> = (0..1000)
@@ -433,25 +490,28 @@ mod tests {
             })
             .collect();
         for unsafe_deletion in [false, true] {
-            let (alone, threads) = list(&values, 1, 0, true, unsafe_deletion);
+            let (alone, threads) = list(&values, PADDED, 1, 0, true, unsafe_deletion);
             assert_eq!(threads, 1);
-            let (parallel, threads) = list(&values, 4, 0, true, unsafe_deletion);
+            let (parallel, threads) = list(&values, PADDED, 4, 0, true, unsafe_deletion);
             assert_eq!(threads, 4, "{parallel}");
             assert_eq!(parallel, alone);
         }
-        // A page too small to split stays on the caller's thread.
-        let (_, threads) = list(&values[..200], 4, 0, false, false);
+        // Two hundred such values, or a thousand small ones (about 300 stored bytes),
+        // are not worth a second thread.
+        let (_, threads) = list(&values[..200], PADDED, 4, 0, false, false);
         assert_eq!(threads, 1);
+        let (_, threads) = list(&values, 0, 4, 0, false, false);
+        assert_eq!(threads, 1);
+        // Just over a MiB of work: two threads, though four are allowed.
+        let (_, threads) = list(&values[..450], PADDED, 4, 0, false, false);
+        assert_eq!(threads, 2);
     }
 
     /// Runs whose thread cannot start are read on the caller's thread, each value once,
     /// in their place: the results are those of reading every value in turn.
     #[test]
     fn runs_whose_thread_does_not_start_are_read_by_the_caller() {
-        let transformer = Noting {
-            aes: AesGcmTransformer::new(&[7; 32]).unwrap(),
-            threads: Mutex::new(HashSet::new()),
-        };
+        let transformer = Noting::new(0);
         let values: Vec<Stored> = (0..900)
             .map(|i| match i % 11 {
                 4 => Stored::Untransformable,
@@ -523,10 +583,17 @@ mod tests {
             count(Stored::Undecodable),
         );
         for (threads, limit, unsafe_deletion) in [(1, 0, true), (4, 0, true), (1, 300, true)] {
-            let (every, _, every_decodes) =
-                list_with(&values, threads, limit, true, unsafe_deletion, false);
+            let (every, _, every_decodes) = list_with(
+                &values,
+                PADDED,
+                threads,
+                limit,
+                true,
+                unsafe_deletion,
+                false,
+            );
             let (selected, _, selected_decodes) =
-                list_with(&values, threads, limit, true, unsafe_deletion, true);
+                list_with(&values, PADDED, threads, limit, true, unsafe_deletion, true);
             assert_eq!(selected, every);
             if limit == 0 {
                 assert_eq!(every_decodes, web + db + undecodable);
@@ -536,9 +603,9 @@ mod tests {
             }
         }
         // A list that selects everything decodes everything, selector or not.
-        let (every, _, every_decodes) = list_with(&values, 1, 0, false, true, false);
+        let (every, _, every_decodes) = list_with(&values, 0, 1, 0, false, true, false);
         assert_eq!(
-            list_with(&values, 1, 0, false, true, true),
+            list_with(&values, 0, 1, 0, false, true, true),
             (every, 1, every_decodes)
         );
     }
@@ -550,18 +617,18 @@ mod tests {
     #[test]
     fn a_dropped_value_is_never_decoded_so_its_body_fault_fails_no_list() {
         let values = [Stored::Web, Stored::DbFault, Stored::Web];
-        let (every, _, _) = list_with(&values, 1, 0, true, false, false);
+        let (every, _, _) = list_with(&values, 0, 1, 0, true, false, false);
         assert!(
             every.contains("failed: ") && every.contains("a body fault"),
             "{every}"
         );
-        let (selected, _, decodes) = list_with(&values, 1, 0, true, false, true);
+        let (selected, _, decodes) = list_with(&values, 0, 1, 0, true, false, true);
         assert!(
             selected.contains(r#"items ["cm-00000", "cm-00002"]"#) && !selected.contains("fault"),
             "{selected}"
         );
         assert_eq!(decodes, 2);
-        let (everything, _, _) = list_with(&values, 1, 0, false, false, true);
+        let (everything, _, _) = list_with(&values, 0, 1, 0, false, false, true);
         assert!(everything.contains("a body fault"), "{everything}");
     }
 
@@ -588,13 +655,15 @@ mod tests {
             select_web: bool,
             unsafe_deletion: bool,
             threads in 2usize..5,
+            padding in prop_oneof![Just(0usize), Just(PADDED)],
         ) {
-            let (alone, _) = list(&values, 1, limit, select_web, unsafe_deletion);
-            let (parallel, _) = list(&values, threads, limit, select_web, unsafe_deletion);
+            let (alone, _) = list(&values, padding, 1, limit, select_web, unsafe_deletion);
+            let (parallel, _) =
+                list(&values, padding, threads, limit, select_web, unsafe_deletion);
             prop_assert_eq!(&parallel, &alone);
             // With a stored selector, on several threads: the same list again.
             let (selected, _, _) =
-                list_with(&values, threads, limit, select_web, unsafe_deletion, true);
+                list_with(&values, padding, threads, limit, select_web, unsafe_deletion, true);
             prop_assert_eq!(selected, alone);
         }
     }

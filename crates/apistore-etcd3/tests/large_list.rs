@@ -62,11 +62,17 @@ async fn a_list_read_on_several_threads_is_the_list_read_on_one() {
 
     let backend = Etcd3Backend::new("large_list_threads").await;
     let count = 700;
+    // About 2.5 KiB each: a whole list holds work for three read threads (half a MiB
+    // each), where 700 bare Pods would be read on the caller's thread alone.
+    let payload = "p".repeat(2200);
     let writes: Vec<_> = (0..count)
         .map(|i| {
             let mut pod = Pod::new("many", &format!("pod-{i:04}"));
             let app = if i % 3 == 0 { "web" } else { "db" };
             pod.metadata.labels.insert("app".into(), app.into());
+            pod.metadata
+                .annotations
+                .insert("payload".into(), payload.clone());
             let store = backend.store().clone();
             async move { store.create(&pod.key(), pod, 0).await }
         })
