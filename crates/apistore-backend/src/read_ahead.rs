@@ -25,8 +25,9 @@ use crate::list::ListKey;
 use crate::object::{DecodeErrors, ObjectLayers, UnreadValue};
 
 /// The least work a thread is given, in stored bytes (each value counted with
-/// [`BYTES_PER_VALUE`] more). Reading back costs about 3 µs per KiB (a 9.7 KiB Pod about
-/// 25 µs), so this is a millisecond and a half or so. Below it, the time a second thread
+/// [`BYTES_PER_VALUE`] more). Reading back costs about 3 µs per KiB of JSON (an object of
+/// 1 KiB about 4 µs) and more of protobuf (a Pod of 2.7 KiB about 25 µs typed), so this
+/// is a millisecond and a half of work or more. Below it, the time a second thread
 /// can save is no more than it may wait to be scheduled when etcd or another process
 /// holds the other core: a page of 500 objects of 1 KiB listed slower on two threads
 /// than on one on a busy 2-core machine (docs/benchmarks.md).
