@@ -317,7 +317,7 @@ mod tests {
         }
     }
 
-    /// Bytes of padding that make a ConfigMap about 2.4 KiB stored: a thousand of them
+    /// Bytes of padding that make a ConfigMap about 2.3 KiB stored: a thousand of them
     /// hold work for four read threads (see [`MIN_BYTES_PER_THREAD`]).
     const PADDED: usize = 2200;
 
@@ -497,8 +497,8 @@ mod tests {
             assert_eq!(threads, 4, "{parallel}");
             assert_eq!(parallel, alone);
         }
-        // Two hundred such values, or a thousand small ones (about 300 stored bytes),
-        // are not worth a second thread.
+        // Two hundred such values, or a thousand unpadded ones (a few hundred stored
+        // bytes each at most), are not worth a second thread.
         let (_, threads) = list(&values[..200], PADDED, 4, 0, false, false);
         assert_eq!(threads, 1);
         let (_, threads) = list(&values, 0, 4, 0, false, false);
