@@ -111,7 +111,8 @@ where
         if let Some(read) = self.read.next() {
             return Some(read);
         }
-        if self.unread.len() == 0 && self.stored.len() > 0 {
+        // On one thread there is nothing to weigh: values are read straight from the page.
+        if self.threads > 1 && self.unread.len() == 0 && self.stored.len() > 0 {
             let batch = wanted.max(self.least_batch).min(self.stored.len());
             let taken: Vec<_> = self.stored.by_ref().take(batch).collect();
             let work: usize = taken
@@ -127,7 +128,10 @@ where
             }
             self.unread = taken.into_iter();
         }
-        let (key, value, rev) = self.unread.next()?;
+        let (key, value, rev) = match self.unread.next() {
+            Some(unread) => unread,
+            None => self.stored.next()?,
+        };
         let read = self
             .layers
             .read_selected(&key.text(), value, rev, self.predicate);

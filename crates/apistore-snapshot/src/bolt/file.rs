@@ -288,7 +288,10 @@ impl BoltFile {
         let mut bytes = if ahead.windows.len() < WINDOWS {
             Vec::new()
         } else {
-            let oldest = (ahead.windows.iter().enumerate())
+            let oldest = ahead
+                .windows
+                .iter()
+                .enumerate()
                 .min_by_key(|(_, window)| window.used)
                 .map_or(0, |(i, _)| i);
             ahead.windows.swap_remove(oldest).bytes
