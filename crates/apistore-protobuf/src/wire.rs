@@ -62,6 +62,7 @@ pub(crate) type Spanned<'a> = (u32, WireVal<'a>, std::ops::Range<usize>);
 
 /// Iterates over the fields of one message: `(field number, value)`. Groups (wire
 /// types 3 and 4, which no Kubernetes type uses) are skipped as unknown fields are.
+#[derive(Clone)]
 pub(crate) struct Fields<'a> {
     buf: &'a [u8],
     pos: usize,

@@ -169,7 +169,7 @@ fn fields_code(
                 continue;
             }
             inner.arms.sort_by_key(|a| a.0);
-            let mut arm = String::from("inline(value, |tag, value| match tag {\n");
+            let mut arm = String::from("inline(value, cx, |tag, value, cx| match tag {\n");
             for (tag, body) in inner.arms {
                 let _ = writeln!(arm, "                {tag} => {body},");
             }

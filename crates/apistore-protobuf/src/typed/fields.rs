@@ -107,15 +107,23 @@ pub(crate) trait Many<O> {
     fn list(&mut self) -> &mut Vec<O>;
 }
 
-/// Pushes onto a list that grows one element at a time while short: most lists in an
-/// object hold one to a few elements of a wide struct (a `Container` is over 1 KiB),
-/// and the doubling growth of `push` would leave up to half of it unused.
+/// Pushes onto a list. Most lists in an object hold one to a few elements of a wide
+/// struct (a `Container` is over 2 KiB), and the doubling growth of `push` would leave
+/// up to half of that unused, so a list is sized exactly: at its first element, for
+/// the row of occurrences the merge counted (`run`, see [`Cx::run`]); without a count
+/// (a list whose elements come in several rows), one element at a time while short,
+/// then by doubling. Growing one element at a time cost a reallocation and a copy of
+/// the list per element.
 #[inline]
-fn push<O>(list: &mut Vec<O>, value: O) {
-    /// Up to this length a list grows exactly; past it, by doubling.
+fn push<O>(list: &mut Vec<O>, value: O, run: usize) {
+    /// Up to this length a list without a count grows exactly; past it, by doubling.
     const EXACT_UP_TO: usize = 8;
-    if list.len() == list.capacity() && list.len() < EXACT_UP_TO {
-        list.reserve_exact(1);
+    if list.len() == list.capacity() {
+        if run > 0 {
+            list.reserve_exact(run);
+        } else if list.len() < EXACT_UP_TO {
+            list.reserve_exact(1);
+        }
     }
     list.push(value);
 }
@@ -230,9 +238,10 @@ pub(crate) fn list<K: Kind<O>, O, S: Many<O>>(
             return Ok(());
         }
     }
+    let run = cx.run;
     let list = slot.list();
     match K::read(value, cx).map_err(|e| e.index(list.len()))? {
-        Some(v) => push(list, v),
+        Some(v) => push(list, v, run),
         // Only a zero time reads as null; Go's JSON would hold a null element there,
         // which no k8s-openapi list of times takes either.
         None => return Err(FieldError::new("null list element").index(list.len())),
@@ -276,7 +285,7 @@ pub(crate) fn list_msg<T: Message, S: Many<T>>(
     // The element is built where it will stay: a struct decoded on the stack and then
     // pushed is copied whole (a `Volume` is over 3 KiB).
     let index = list.len();
-    push(list, T::default());
+    push(list, T::default(), cx.run);
     if let Err(e) = merge(&mut list[index], raw, cx) {
         // No half-decoded element is left behind in the list.
         list.pop();

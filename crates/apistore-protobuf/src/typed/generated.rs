@@ -665,10 +665,10 @@ impl Message for k8s_openapi::api::admissionregistration::v1::NamedRuleWithOpera
         match tag {
             1 => list::<GoStr, String, _>(&mut self.resource_names, value, cx)
                 .map_err(at("resourceNames")),
-            2 => inline(value, |tag, value| match tag {
+            2 => inline(value, cx, |tag, value, cx| match tag {
                 1 => list::<GoStr, String, _>(&mut self.operations, value, cx)
                     .map_err(at("operations")),
-                2 => inline(value, |tag, value| match tag {
+                2 => inline(value, cx, |tag, value, cx| match tag {
                     1 => list::<GoStr, String, _>(&mut self.api_groups, value, cx)
                         .map_err(at("apiGroups")),
                     2 => list::<GoStr, String, _>(&mut self.api_versions, value, cx)
@@ -755,7 +755,7 @@ impl Message for k8s_openapi::api::admissionregistration::v1::RuleWithOperations
             1 => {
                 list::<GoStr, String, _>(&mut self.operations, value, cx).map_err(at("operations"))
             }
-            2 => inline(value, |tag, value| match tag {
+            2 => inline(value, cx, |tag, value, cx| match tag {
                 1 => list::<GoStr, String, _>(&mut self.api_groups, value, cx)
                     .map_err(at("apiGroups")),
                 2 => list::<GoStr, String, _>(&mut self.api_versions, value, cx)
@@ -1632,10 +1632,10 @@ impl Message for k8s_openapi::api::admissionregistration::v1alpha1::NamedRuleWit
         match tag {
             1 => list::<GoStr, String, _>(&mut self.resource_names, value, cx)
                 .map_err(at("resourceNames")),
-            2 => inline(value, |tag, value| match tag {
+            2 => inline(value, cx, |tag, value, cx| match tag {
                 1 => list::<GoStr, String, _>(&mut self.operations, value, cx)
                     .map_err(at("operations")),
-                2 => inline(value, |tag, value| match tag {
+                2 => inline(value, cx, |tag, value, cx| match tag {
                     1 => list::<GoStr, String, _>(&mut self.api_groups, value, cx)
                         .map_err(at("apiGroups")),
                     2 => list::<GoStr, String, _>(&mut self.api_versions, value, cx)
@@ -2040,10 +2040,10 @@ impl Message for k8s_openapi::api::admissionregistration::v1beta1::NamedRuleWith
         match tag {
             1 => list::<GoStr, String, _>(&mut self.resource_names, value, cx)
                 .map_err(at("resourceNames")),
-            2 => inline(value, |tag, value| match tag {
+            2 => inline(value, cx, |tag, value, cx| match tag {
                 1 => list::<GoStr, String, _>(&mut self.operations, value, cx)
                     .map_err(at("operations")),
-                2 => inline(value, |tag, value| match tag {
+                2 => inline(value, cx, |tag, value, cx| match tag {
                     1 => list::<GoStr, String, _>(&mut self.api_groups, value, cx)
                         .map_err(at("apiGroups")),
                     2 => list::<GoStr, String, _>(&mut self.api_versions, value, cx)
@@ -8305,7 +8305,7 @@ impl Message for k8s_openapi::api::core::v1::ConfigMapEnvSource {
         seen: &mut u128,
     ) -> Result<(), FieldError> {
         match tag {
-            1 => inline(value, |tag, value| match tag {
+            1 => inline(value, cx, |tag, value, cx| match tag {
                 1 => one::<GoStr, String, _>(&mut self.name, value, cx, true).map_err(at("name")),
                 _ => Ok(()),
             }),
@@ -8331,7 +8331,7 @@ impl Message for k8s_openapi::api::core::v1::ConfigMapKeySelector {
         seen: &mut u128,
     ) -> Result<(), FieldError> {
         match tag {
-            1 => inline(value, |tag, value| match tag {
+            1 => inline(value, cx, |tag, value, cx| match tag {
                 1 => one::<GoStr, String, _>(&mut self.name, value, cx, true).map_err(at("name")),
                 _ => Ok(()),
             }),
@@ -8407,7 +8407,7 @@ impl Message for k8s_openapi::api::core::v1::ConfigMapProjection {
         seen: &mut u128,
     ) -> Result<(), FieldError> {
         match tag {
-            1 => inline(value, |tag, value| match tag {
+            1 => inline(value, cx, |tag, value, cx| match tag {
                 1 => one::<GoStr, String, _>(&mut self.name, value, cx, true).map_err(at("name")),
                 _ => Ok(()),
             }),
@@ -8430,7 +8430,7 @@ k8s_openapi::k8s_if_1_37! {
 impl Message for k8s_openapi::api::core::v1::ConfigMapVolumeSource {
     fn merge_field(&mut self, tag: u32, value: WireVal<'_>, cx: &mut Cx<'_>, seen: &mut u128) -> Result<(), FieldError> {
         match tag {
-            1 => inline(value, |tag, value| match tag {
+            1 => inline(value, cx, |tag, value, cx| match tag {
                 1 => one::<GoStr, String, _>(&mut self.name, value, cx, true).map_err(at("name")),
                 _ => Ok(()),
             }),
@@ -8453,7 +8453,7 @@ k8s_openapi::k8s_if_le_1_36! {
 impl Message for k8s_openapi::api::core::v1::ConfigMapVolumeSource {
     fn merge_field(&mut self, tag: u32, value: WireVal<'_>, cx: &mut Cx<'_>, seen: &mut u128) -> Result<(), FieldError> {
         match tag {
-            1 => inline(value, |tag, value| match tag {
+            1 => inline(value, cx, |tag, value, cx| match tag {
                 1 => one::<GoStr, String, _>(&mut self.name, value, cx, true).map_err(at("name")),
                 _ => Ok(()),
             }),
@@ -9401,7 +9401,7 @@ k8s_openapi::k8s_if_ge_1_34! {
 impl Message for k8s_openapi::api::core::v1::EphemeralContainer {
     fn merge_field(&mut self, tag: u32, value: WireVal<'_>, cx: &mut Cx<'_>, seen: &mut u128) -> Result<(), FieldError> {
         match tag {
-            1 => inline(value, |tag, value| match tag {
+            1 => inline(value, cx, |tag, value, cx| match tag {
                 1 => {
                 *seen |= 1 << 0;
                 one::<GoStr, String, _>(&mut self.name, value, cx, false).map_err(at("name"))
@@ -9456,7 +9456,7 @@ k8s_openapi::k8s_if_1_33! {
 impl Message for k8s_openapi::api::core::v1::EphemeralContainer {
     fn merge_field(&mut self, tag: u32, value: WireVal<'_>, cx: &mut Cx<'_>, seen: &mut u128) -> Result<(), FieldError> {
         match tag {
-            1 => inline(value, |tag, value| match tag {
+            1 => inline(value, cx, |tag, value, cx| match tag {
                 1 => {
                 *seen |= 1 << 0;
                 one::<GoStr, String, _>(&mut self.name, value, cx, false).map_err(at("name"))
@@ -12235,7 +12235,7 @@ impl Message for k8s_openapi::api::core::v1::PersistentVolumeSpec {
                 cx,
             )
             .map_err(at("capacity")),
-            2 => inline(value, |tag, value| match tag {
+            2 => inline(value, cx, |tag, value, cx| match tag {
                 1 => msg::<k8s_openapi::api::core::v1::GCEPersistentDiskVolumeSource, _>(
                     &mut self.gce_persistent_disk,
                     value,
@@ -13704,7 +13704,7 @@ impl Message for k8s_openapi::api::core::v1::Probe {
         seen: &mut u128,
     ) -> Result<(), FieldError> {
         match tag {
-            1 => inline(value, |tag, value| match tag {
+            1 => inline(value, cx, |tag, value, cx| match tag {
                 1 => msg::<k8s_openapi::api::core::v1::ExecAction, _>(&mut self.exec, value, cx)
                     .map_err(at("exec")),
                 2 => msg::<k8s_openapi::api::core::v1::HTTPGetAction, _>(
@@ -14629,7 +14629,7 @@ impl Message for k8s_openapi::api::core::v1::SecretEnvSource {
         seen: &mut u128,
     ) -> Result<(), FieldError> {
         match tag {
-            1 => inline(value, |tag, value| match tag {
+            1 => inline(value, cx, |tag, value, cx| match tag {
                 1 => one::<GoStr, String, _>(&mut self.name, value, cx, true).map_err(at("name")),
                 _ => Ok(()),
             }),
@@ -14655,7 +14655,7 @@ impl Message for k8s_openapi::api::core::v1::SecretKeySelector {
         seen: &mut u128,
     ) -> Result<(), FieldError> {
         match tag {
-            1 => inline(value, |tag, value| match tag {
+            1 => inline(value, cx, |tag, value, cx| match tag {
                 1 => one::<GoStr, String, _>(&mut self.name, value, cx, true).map_err(at("name")),
                 _ => Ok(()),
             }),
@@ -14687,7 +14687,7 @@ impl Message for k8s_openapi::api::core::v1::SecretProjection {
         seen: &mut u128,
     ) -> Result<(), FieldError> {
         match tag {
-            1 => inline(value, |tag, value| match tag {
+            1 => inline(value, cx, |tag, value, cx| match tag {
                 1 => one::<GoStr, String, _>(&mut self.name, value, cx, true).map_err(at("name")),
                 _ => Ok(()),
             }),
@@ -15566,7 +15566,7 @@ impl Message for k8s_openapi::api::core::v1::Volume {
                 *seen |= 1 << 0;
                 one::<GoStr, String, _>(&mut self.name, value, cx, false).map_err(at("name"))
             }
-            2 => inline(value, |tag, value| match tag {
+            2 => inline(value, cx, |tag, value, cx| match tag {
                 1 => msg::<k8s_openapi::api::core::v1::HostPathVolumeSource, _>(
                     &mut self.host_path,
                     value,
@@ -18019,7 +18019,7 @@ impl Message for k8s_openapi::api::networking::v1::IngressRule {
     ) -> Result<(), FieldError> {
         match tag {
             1 => one::<GoStr, String, _>(&mut self.host, value, cx, true).map_err(at("host")),
-            2 => inline(value, |tag, value| match tag {
+            2 => inline(value, cx, |tag, value, cx| match tag {
                 1 => msg::<k8s_openapi::api::networking::v1::HTTPIngressRuleValue, _>(
                     &mut self.http,
                     value,
@@ -19557,7 +19557,7 @@ impl Message for k8s_openapi::api::resource::v1::DeviceAllocationConfiguration {
                 one::<GoStr, String, _>(&mut self.source, value, cx, false).map_err(at("source"))
             },
             2 => list::<GoStr, String, _>(&mut self.requests, value, cx).map_err(at("requests")),
-            3 => inline(value, |tag, value| match tag {
+            3 => inline(value, cx, |tag, value, cx| match tag {
                 1 => msg::<k8s_openapi::api::resource::v1::OpaqueDeviceConfiguration, _>(&mut self.opaque, value, cx).map_err(at("opaque")),
                 _ => Ok(()),
             }),
@@ -19680,7 +19680,7 @@ impl Message for k8s_openapi::api::resource::v1::DeviceClaimConfiguration {
     fn merge_field(&mut self, tag: u32, value: WireVal<'_>, cx: &mut Cx<'_>, seen: &mut u128) -> Result<(), FieldError> {
         match tag {
             1 => list::<GoStr, String, _>(&mut self.requests, value, cx).map_err(at("requests")),
-            2 => inline(value, |tag, value| match tag {
+            2 => inline(value, cx, |tag, value, cx| match tag {
                 1 => msg::<k8s_openapi::api::resource::v1::OpaqueDeviceConfiguration, _>(&mut self.opaque, value, cx).map_err(at("opaque")),
                 _ => Ok(()),
             }),
@@ -19727,7 +19727,7 @@ k8s_openapi::k8s_if_ge_1_34! {
 impl Message for k8s_openapi::api::resource::v1::DeviceClassConfiguration {
     fn merge_field(&mut self, tag: u32, value: WireVal<'_>, cx: &mut Cx<'_>, seen: &mut u128) -> Result<(), FieldError> {
         match tag {
-            1 => inline(value, |tag, value| match tag {
+            1 => inline(value, cx, |tag, value, cx| match tag {
                 1 => msg::<k8s_openapi::api::resource::v1::OpaqueDeviceConfiguration, _>(&mut self.opaque, value, cx).map_err(at("opaque")),
                 _ => Ok(()),
             }),
@@ -20851,7 +20851,7 @@ impl Message for k8s_openapi::api::resource::v1alpha3::DeviceAllocationConfigura
                 one::<GoStr, String, _>(&mut self.source, value, cx, false).map_err(at("source"))
             },
             2 => list::<GoStr, String, _>(&mut self.requests, value, cx).map_err(at("requests")),
-            3 => inline(value, |tag, value| match tag {
+            3 => inline(value, cx, |tag, value, cx| match tag {
                 1 => msg::<k8s_openapi::api::resource::v1alpha3::OpaqueDeviceConfiguration, _>(&mut self.opaque, value, cx).map_err(at("opaque")),
                 _ => Ok(()),
             }),
@@ -20927,7 +20927,7 @@ impl Message for k8s_openapi::api::resource::v1alpha3::DeviceClaimConfiguration 
     fn merge_field(&mut self, tag: u32, value: WireVal<'_>, cx: &mut Cx<'_>, seen: &mut u128) -> Result<(), FieldError> {
         match tag {
             1 => list::<GoStr, String, _>(&mut self.requests, value, cx).map_err(at("requests")),
-            2 => inline(value, |tag, value| match tag {
+            2 => inline(value, cx, |tag, value, cx| match tag {
                 1 => msg::<k8s_openapi::api::resource::v1alpha3::OpaqueDeviceConfiguration, _>(&mut self.opaque, value, cx).map_err(at("opaque")),
                 _ => Ok(()),
             }),
@@ -20974,7 +20974,7 @@ k8s_openapi::k8s_if_1_33! {
 impl Message for k8s_openapi::api::resource::v1alpha3::DeviceClassConfiguration {
     fn merge_field(&mut self, tag: u32, value: WireVal<'_>, cx: &mut Cx<'_>, seen: &mut u128) -> Result<(), FieldError> {
         match tag {
-            1 => inline(value, |tag, value| match tag {
+            1 => inline(value, cx, |tag, value, cx| match tag {
                 1 => msg::<k8s_openapi::api::resource::v1alpha3::OpaqueDeviceConfiguration, _>(&mut self.opaque, value, cx).map_err(at("opaque")),
                 _ => Ok(()),
             }),
@@ -22318,7 +22318,7 @@ impl Message for k8s_openapi::api::resource::v1beta1::DeviceAllocationConfigurat
                 one::<GoStr, String, _>(&mut self.source, value, cx, false).map_err(at("source"))
             }
             2 => list::<GoStr, String, _>(&mut self.requests, value, cx).map_err(at("requests")),
-            3 => inline(value, |tag, value| match tag {
+            3 => inline(value, cx, |tag, value, cx| match tag {
                 1 => msg::<k8s_openapi::api::resource::v1beta1::OpaqueDeviceConfiguration, _>(
                     &mut self.opaque,
                     value,
@@ -22502,7 +22502,7 @@ impl Message for k8s_openapi::api::resource::v1beta1::DeviceClaimConfiguration {
     ) -> Result<(), FieldError> {
         match tag {
             1 => list::<GoStr, String, _>(&mut self.requests, value, cx).map_err(at("requests")),
-            2 => inline(value, |tag, value| match tag {
+            2 => inline(value, cx, |tag, value, cx| match tag {
                 1 => msg::<k8s_openapi::api::resource::v1beta1::OpaqueDeviceConfiguration, _>(
                     &mut self.opaque,
                     value,
@@ -22578,7 +22578,7 @@ impl Message for k8s_openapi::api::resource::v1beta1::DeviceClassConfiguration {
         seen: &mut u128,
     ) -> Result<(), FieldError> {
         match tag {
-            1 => inline(value, |tag, value| match tag {
+            1 => inline(value, cx, |tag, value, cx| match tag {
                 1 => msg::<k8s_openapi::api::resource::v1beta1::OpaqueDeviceConfiguration, _>(
                     &mut self.opaque,
                     value,
@@ -24153,7 +24153,7 @@ impl Message for k8s_openapi::api::resource::v1beta2::DeviceAllocationConfigurat
                 one::<GoStr, String, _>(&mut self.source, value, cx, false).map_err(at("source"))
             }
             2 => list::<GoStr, String, _>(&mut self.requests, value, cx).map_err(at("requests")),
-            3 => inline(value, |tag, value| match tag {
+            3 => inline(value, cx, |tag, value, cx| match tag {
                 1 => msg::<k8s_openapi::api::resource::v1beta2::OpaqueDeviceConfiguration, _>(
                     &mut self.opaque,
                     value,
@@ -24337,7 +24337,7 @@ impl Message for k8s_openapi::api::resource::v1beta2::DeviceClaimConfiguration {
     ) -> Result<(), FieldError> {
         match tag {
             1 => list::<GoStr, String, _>(&mut self.requests, value, cx).map_err(at("requests")),
-            2 => inline(value, |tag, value| match tag {
+            2 => inline(value, cx, |tag, value, cx| match tag {
                 1 => msg::<k8s_openapi::api::resource::v1beta2::OpaqueDeviceConfiguration, _>(
                     &mut self.opaque,
                     value,
@@ -24413,7 +24413,7 @@ impl Message for k8s_openapi::api::resource::v1beta2::DeviceClassConfiguration {
         seen: &mut u128,
     ) -> Result<(), FieldError> {
         match tag {
-            1 => inline(value, |tag, value| match tag {
+            1 => inline(value, cx, |tag, value, cx| match tag {
                 1 => msg::<k8s_openapi::api::resource::v1beta2::OpaqueDeviceConfiguration, _>(
                     &mut self.opaque,
                     value,

@@ -92,6 +92,7 @@ impl KubeProtobuf {
             schema: &self.schema,
             kind,
             depth: 0,
+            run: 0,
         };
         let mut object = T::default();
         merge(&mut object, raw, &mut cx).map_err(|e| e.into_protobuf(kind))?;
@@ -200,6 +201,20 @@ pub(crate) struct Cx<'s> {
     pub(crate) schema: &'s Schema,
     pub(crate) kind: &'s str,
     depth: u32,
+    /// While a field is merged: when it is the first of a row of two or more
+    /// occurrences of its tag, how many the row has, else 0. A list field then makes
+    /// room for all of them at once (see `fields::push`): Go writes a repeated field's
+    /// elements one after another.
+    pub(crate) run: usize,
+}
+
+/// How many fields from `after` on carry `tag`, up to the first that does not (or a
+/// malformed one, which the merge then reports).
+fn same_tag_run(after: &Fields<'_>, tag: u32) -> usize {
+    after
+        .clone()
+        .take_while(|field| matches!(field, Ok((t, _)) if *t == tag))
+        .count()
 }
 
 /// Fills `object` from one occurrence of its message: each field merged in wire
@@ -217,10 +232,9 @@ pub(crate) fn merge<T: sealed::Message>(
         )));
     }
     let mut seen = 0u128;
-    for item in Fields::new(raw) {
-        let (tag, value) = item.map_err(FieldError::new)?;
-        object.merge_field(tag, value, cx, &mut seen)?;
-    }
+    each_field(raw, cx, |tag, value, cx| {
+        object.merge_field(tag, value, cx, &mut seen)
+    })?;
     object.finish(seen, cx)?;
     cx.depth -= 1;
     Ok(())
@@ -228,16 +242,44 @@ pub(crate) fn merge<T: sealed::Message>(
 
 /// The fields of an inline struct's occurrence (`Volume`'s `VolumeSource`), each
 /// handed to `field`: in JSON and in k8s-openapi they are the parent's own.
-pub(crate) fn inline(
+pub(crate) fn inline<'s>(
     value: WireVal<'_>,
-    mut field: impl FnMut(u32, WireVal<'_>) -> std::result::Result<(), FieldError>,
+    cx: &mut Cx<'s>,
+    field: impl FnMut(u32, WireVal<'_>, &mut Cx<'s>) -> std::result::Result<(), FieldError>,
 ) -> std::result::Result<(), FieldError> {
     let WireVal::Bytes(raw) = value else {
         return Err(fields::wrong_wire(value));
     };
-    for item in Fields::new(raw) {
+    each_field(raw, cx, field)
+}
+
+/// Each field of a message's bytes handed to `field` in wire order, with
+/// [`Cx::run`] set for it.
+#[inline(always)]
+fn each_field<'s>(
+    raw: &[u8],
+    cx: &mut Cx<'s>,
+    mut field: impl FnMut(u32, WireVal<'_>, &mut Cx<'s>) -> std::result::Result<(), FieldError>,
+) -> std::result::Result<(), FieldError> {
+    let mut fields = Fields::new(raw);
+    // The tag of the row of fields being read: a row is counted at its first field.
+    let mut row = 0u32;
+    loop {
+        let start = fields.offset();
+        let Some(item) = fields.next() else { break };
         let (tag, value) = item.map_err(FieldError::new)?;
-        field(tag, value)?;
+        cx.run = 0;
+        // A repeated field's next element starts with the same key. Comparing its
+        // first byte costs nothing for a field that is not repeated; a match is then
+        // counted exactly.
+        if tag != row {
+            row = tag;
+            let next = fields.offset();
+            if raw.get(start) == raw.get(next) {
+                cx.run = 1 + same_tag_run(&fields, tag);
+            }
+        }
+        field(tag, value, cx)?;
     }
     Ok(())
 }
