@@ -201,10 +201,11 @@ pub(crate) struct Cx<'s> {
     pub(crate) schema: &'s Schema,
     pub(crate) kind: &'s str,
     depth: u32,
-    /// While a field is merged: when it is the first of a row of two or more
-    /// occurrences of its tag, how many the row has, else 0. A list field then makes
-    /// room for all of them at once (see `fields::push`): Go writes a repeated field's
-    /// elements one after another.
+    /// While a field is merged: when it is the first of a row of occurrences of its
+    /// tag whose next field starts with the same key byte, how many the row has (1
+    /// when only that byte matched), else 0. A list field then makes room for all of
+    /// them at once (see `fields::push`): Go writes a repeated field's elements one
+    /// after another.
     pub(crate) run: usize,
 }
 
