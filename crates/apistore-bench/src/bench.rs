@@ -8,9 +8,7 @@ use std::time::Duration;
 use apistore_etcd3::{ClientConfig, Etcd3Store, EtcdClient, StoreConfig};
 use apistore_storage::Storage;
 use apistore_testing::etcd::EtcdServer;
-use etcd_client::{
-    Client, CompactionOptions, ConnectOptions, DeleteOptions as EtcdDeleteOptions, GetOptions,
-};
+use etcd_client::{CompactionOptions, DeleteOptions as EtcdDeleteOptions, GetOptions};
 
 use crate::cpu::CpuMeter;
 use crate::driver::{self, Plan};
@@ -52,7 +50,7 @@ pub(crate) struct Bench {
     /// The server's endpoint, for a connection of a thread's own.
     pub(crate) endpoint: String,
     /// A connection for compactions alone, whose calls may take [`COMPACTION_TIMEOUT`].
-    compactor: Client,
+    compactor: Raw,
     namespaces: AtomicU64,
     compacted: AtomicI64,
     /// Whether the server takes a ranged delete (etcd does; kine refuses DeleteRange).
@@ -79,15 +77,7 @@ impl Bench {
         let client = EtcdClient::connect(&ClientConfig::new([endpoint.to_owned()])).await?;
         let store = Arc::new(Etcd3Store::new(client.clone(), Self::store_config()));
         let raw = Arc::new(Raw::connect(endpoint).await?);
-        let compactor = Client::connect(
-            [endpoint],
-            Some(
-                ConnectOptions::new()
-                    .with_connect_timeout(Duration::from_secs(20))
-                    .with_timeout(COMPACTION_TIMEOUT),
-            ),
-        )
-        .await?;
+        let compactor = Raw::connect_with_timeout(endpoint, COMPACTION_TIMEOUT).await?;
         Ok(Self {
             settings,
             cpu: CpuMeter::new(pid),
@@ -198,7 +188,7 @@ impl Bench {
         if self.compacted.swap(revision, Ordering::Relaxed) == revision {
             return Ok(());
         }
-        let mut kv = self.compactor.kv_client();
+        let mut kv = self.compactor.client().kv_client();
         kv.compact(revision, Some(CompactionOptions::new().with_physical()))
             .await
             .map_err(|source| BenchError::EtcdCall {

@@ -50,9 +50,15 @@ impl Raw {
     /// Connects with the options `EtcdClient::connect` uses (kube-apiserver's defaults:
     /// 20 s dial and request timeout, keep-alive every 30 s with a 10 s timeout).
     pub(crate) async fn connect(endpoint: &str) -> Result<Self> {
+        Self::connect_with_timeout(endpoint, Duration::from_secs(20)).await
+    }
+
+    /// The same connection whose calls may take up to `timeout` (housekeeping that
+    /// etcd answers only when done, such as a physical compaction).
+    pub(crate) async fn connect_with_timeout(endpoint: &str, timeout: Duration) -> Result<Self> {
         let options = ConnectOptions::new()
             .with_connect_timeout(Duration::from_secs(20))
-            .with_timeout(Duration::from_secs(20))
+            .with_timeout(timeout)
             .with_keep_alive(Duration::from_secs(30), Duration::from_secs(10));
         let client = Client::connect([endpoint], Some(options)).await?;
         Ok(Self { client })

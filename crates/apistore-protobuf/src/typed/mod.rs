@@ -272,7 +272,8 @@ fn each_field<'s>(
         cx.run = 0;
         // A repeated field's next element starts with the same key. Comparing its
         // first byte costs nothing for a field that is not repeated; a match is then
-        // counted exactly.
+        // counted exactly. A Go map's entries are a repeated field too and are counted
+        // for nothing (a map takes no size): one more field read per entry.
         if tag != row {
             row = tag;
             let next = fields.offset();
