@@ -13,6 +13,7 @@
 
 use std::time::Duration;
 
+use apistore_etcd3::ClientConfig;
 use etcd_client::{
     Client, Compare, CompareOp, ConnectOptions, GetOptions, GetResponse, KvClient, Txn, TxnOp,
     TxnOpResponse, TxnResponse, WatchClient,
@@ -47,19 +48,24 @@ struct State {
 }
 
 impl Raw {
-    /// Connects with the options `EtcdClient::connect` uses (kube-apiserver's defaults:
-    /// 20 s dial and request timeout, keep-alive every 30 s with a 10 s timeout).
+    /// Connects as `EtcdClient::connect` does with `ClientConfig`'s defaults
+    /// (kube-apiserver's: the dial timeout, 20 s, also bounds each request; keep-alive
+    /// every 30 s with a 10 s timeout), read from that config so the baseline follows
+    /// the store's connection.
     pub(crate) async fn connect(endpoint: &str) -> Result<Self> {
-        Self::connect_with_timeout(endpoint, Duration::from_secs(20)).await
+        Self::connect_with_timeout(endpoint, ClientConfig::default().dial_timeout).await
     }
 
     /// The same connection whose calls may take up to `timeout` (housekeeping that
     /// etcd answers only when done, such as a physical compaction).
     pub(crate) async fn connect_with_timeout(endpoint: &str, timeout: Duration) -> Result<Self> {
-        let options = ConnectOptions::new()
-            .with_connect_timeout(Duration::from_secs(20))
-            .with_timeout(timeout)
-            .with_keep_alive(Duration::from_secs(30), Duration::from_secs(10));
+        let config = ClientConfig::default();
+        let mut options = ConnectOptions::new()
+            .with_connect_timeout(config.dial_timeout)
+            .with_timeout(timeout);
+        if let Some((interval, keep_alive_timeout)) = config.keep_alive {
+            options = options.with_keep_alive(interval, keep_alive_timeout);
+        }
         let client = Client::connect([endpoint], Some(options)).await?;
         Ok(Self { client })
     }

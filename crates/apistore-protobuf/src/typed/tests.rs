@@ -370,6 +370,7 @@ fn a_list_in_one_row_is_sized_once_and_one_in_several_rows_keeps_wire_order() {
 
     let pod: Pod = kp.decode_k8s(&stored).unwrap();
     let containers = pod.spec.unwrap().containers;
+    assert_eq!(containers.capacity(), 2, "the containers' row was counted");
     let want: Vec<String> = (0..20).map(|i| format!("E{i}")).collect();
     for container in &containers {
         let env = container.env.as_ref().unwrap();
