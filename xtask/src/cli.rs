@@ -47,7 +47,7 @@ commands:
   demo [-- <demo args>]         run the demo example (crates/apistore/examples/demo.rs)
                                 against a fresh etcd
   bench [--quick] [--only NAME]... [--arm apistore|raw|kube] [--report PATH]
-        [--no-report] [--no-go]
+        [--no-report] [--no-go] [--allocator system|mimalloc]
                                 run the benchmarks (crates/apistore-bench) in release;
                                 --quick: shorter runs, docs/benchmarks.md left alone;
                                 --only NAME: only the workloads whose names contain
@@ -64,7 +64,10 @@ commands:
                                 it), and a list of 100,000 objects with and without
                                 RangeStream on etcd 3.7 (`range stream`; etcd built
                                 as `test --etcd 3.7` builds it); without Go, or with
-                                --no-go, the three are left out
+                                --no-go, the three are left out; --allocator
+                                mimalloc: the harness built with mimalloc under its
+                                counting allocator instead of the system's (glibc
+                                malloc), named in the report's notes
   soak [-- <soak args>]         60 s of mixed load on a three-member etcd cluster with a
                                 member restarted midway, then check every write and
                                 watch (crates/apistore-etcd3/examples/soak.rs, release;
@@ -108,8 +111,14 @@ pub(crate) enum Command {
     /// The demo example; the arguments go to it.
     Demo { demo_args: Vec<String> },
     /// The benchmarks: the arguments go to the harness as they are; `go` says
-    /// whether to build the Go arm (interop/gobench) and hand it over.
-    Bench { bench_args: Vec<String>, go: bool },
+    /// whether to build the Go arm (interop/gobench) and hand it over, `mimalloc`
+    /// whether the harness is built with mimalloc under its counting allocator instead
+    /// of the system's.
+    Bench {
+        bench_args: Vec<String>,
+        go: bool,
+        mimalloc: bool,
+    },
     /// The soak; the arguments go to it.
     Soak { soak_args: Vec<String> },
     /// Every test binary (of these packages and with these target names; none: all
@@ -271,13 +280,17 @@ fn test(mut rest: &[String]) -> Result<Command, String> {
 const BENCH_VALUE_FLAGS: [&str; 3] = ["--only", "--arm", "--report"];
 /// The arms `--arm` names (the harness also takes `a`, `b`, `go`).
 const BENCH_ARMS: [&str; 3] = ["apistore", "raw", "kube"];
+/// The allocators `--allocator` names: the system's (the default) and mimalloc.
+const BENCH_ALLOCATORS: [&str; 2] = ["system", "mimalloc"];
 
-/// `bench [--quick] [--only NAME]... [--arm A] [--report PATH] [--no-report] [--no-go]`,
-/// in any order (`--flag=value` too): checked here so a typo fails before the release
-/// build, then passed on to the harness as given, but for `--no-go`, which is xtask's.
+/// `bench [--quick] [--only NAME]... [--arm A] [--report PATH] [--no-report] [--no-go]
+/// [--allocator system|mimalloc]`, in any order (`--flag=value` too): checked here so a
+/// typo fails before the release build, then passed on to the harness as given, but for
+/// `--no-go` and `--allocator`, which are xtask's (the allocator is the harness's build).
 fn bench(mut rest: &[String]) -> Result<Command, String> {
     let mut bench_args = Vec::new();
     let mut go = true;
+    let mut mimalloc = false;
     while let Some((flag, after)) = rest.split_first() {
         rest = after;
         match flag.as_str() {
@@ -295,11 +308,35 @@ fn bench(mut rest: &[String]) -> Result<Command, String> {
             Some((name, value)) => (name, Some(value.to_owned())),
             None => (flag.as_str(), None),
         };
+        if name == "--allocator" {
+            let value = match inline {
+                Some(value) => value,
+                None => {
+                    let (value, after) = rest
+                        .split_first()
+                        .ok_or_else(|| "`bench --allocator` needs a value".to_owned())?;
+                    rest = after;
+                    value.clone()
+                }
+            };
+            mimalloc = match value.as_str() {
+                "system" => false,
+                "mimalloc" => true,
+                _ => {
+                    return Err(format!(
+                        "`bench --allocator {value}`: the allocators are {}",
+                        BENCH_ALLOCATORS.join(", ")
+                    ));
+                }
+            };
+            continue;
+        }
         if !BENCH_VALUE_FLAGS.contains(&name) {
             return Err(format!(
-                "`bench` takes --quick, --only NAME, --arm {}, --report PATH, --no-report \
-                 and --no-go, not `{flag}`",
-                BENCH_ARMS.join("|")
+                "`bench` takes --quick, --only NAME, --arm {}, --report PATH, --no-report, \
+                 --no-go and --allocator {}, not `{flag}`",
+                BENCH_ARMS.join("|"),
+                BENCH_ALLOCATORS.join("|")
             ));
         }
         let value = match inline {
@@ -331,7 +368,11 @@ fn bench(mut rest: &[String]) -> Result<Command, String> {
     {
         return Err("`bench --arm kube` runs the Go arm, which --no-go leaves out".to_owned());
     }
-    Ok(Command::Bench { bench_args, go })
+    Ok(Command::Bench {
+        bench_args,
+        go,
+        mimalloc,
+    })
 }
 
 /// The default number of runs of each test binary in `soak-tests`.
@@ -598,6 +639,7 @@ mod tests {
             Ok(Command::Bench {
                 bench_args: args.iter().map(|s| (*s).to_owned()).collect(),
                 go,
+                mimalloc: false,
             })
         };
         assert_eq!(parse(&["bench"]), bench(&[], true));
@@ -632,10 +674,40 @@ mod tests {
             parse(&["bench", "--no-go", "--no-report", "--arm=raw"]),
             bench(&["--no-report", "--arm", "raw"], false)
         );
+        // The allocator is the harness's build, not one of its options.
+        let with_mimalloc = |args: &[&str]| {
+            Ok(Command::Bench {
+                bench_args: args.iter().map(|s| (*s).to_owned()).collect(),
+                go: true,
+                mimalloc: true,
+            })
+        };
+        assert_eq!(
+            parse(&["bench", "--allocator", "mimalloc", "--only", "kube"]),
+            with_mimalloc(&["--only", "kube"])
+        );
+        assert_eq!(
+            parse(&["bench", "--quick", "--allocator=mimalloc"]),
+            with_mimalloc(&["--quick"])
+        );
+        assert_eq!(
+            parse(&["bench", "--allocator=mimalloc", "--allocator", "system"]),
+            bench(&[], true)
+        );
     }
 
     #[test]
     fn bench_mistakes_are_reported() {
+        assert!(
+            parse(&["bench", "--allocator", "jemalloc"])
+                .unwrap_err()
+                .contains("the allocators are system, mimalloc")
+        );
+        assert!(
+            parse(&["bench", "--allocator"])
+                .unwrap_err()
+                .contains("needs a value")
+        );
         assert!(parse(&["bench", "--slow"]).unwrap_err().contains("--slow"));
         assert!(
             parse(&["bench", "--only"])

@@ -181,7 +181,11 @@ fn run(command: cli::Command) -> Result<()> {
         } => test(&root, etcd, &cargo_test_args),
         cli::Command::Interop { etcd } => interop(&root, &etcd),
         cli::Command::Demo { demo_args } => demo(&root, &demo_args),
-        cli::Command::Bench { bench_args, go } => bench(&root, &bench_args, go),
+        cli::Command::Bench {
+            bench_args,
+            go,
+            mimalloc,
+        } => bench(&root, &bench_args, go, mimalloc),
         cli::Command::Soak { soak_args } => soak(&root, &soak_args),
         cli::Command::SoakTests {
             runs,
@@ -630,7 +634,7 @@ fn demo(root: &Path, demo_args: &[String]) -> Result<()> {
     run_step(&mut demo)
 }
 
-fn bench(root: &Path, bench_args: &[String], go: bool) -> Result<()> {
+fn bench(root: &Path, bench_args: &[String], go: bool, mimalloc: bool) -> Result<()> {
     if !root.join("crates").join("apistore-bench").is_dir() {
         return Err(XtaskError::NoBenchCrate);
     }
@@ -681,9 +685,11 @@ fn bench(root: &Path, bench_args: &[String], go: bool) -> Result<()> {
             None => bench.env_remove(variable),
         };
     }
-    bench
-        .args(["run", "--release", "-p", "apistore-bench", "--"])
-        .args(bench_args);
+    bench.args(["run", "--release", "-p", "apistore-bench"]);
+    if mimalloc {
+        bench.args(["--features", "mimalloc"]);
+    }
+    bench.arg("--").args(bench_args);
     run_step(&mut bench)
 }
 

@@ -12,13 +12,31 @@
 //! allocations count (a list call's bytes are decoded on tokio worker threads), so a
 //! window is only opened around one call with nothing else running.
 //!
+//! Underneath is the system allocator (glibc malloc on Linux), what a program gets
+//! unless it picks another; built with the `mimalloc` feature, mimalloc instead. The
+//! typed-Pod rows free millions of small allocations a run, so the allocator is part of
+//! what they measure (docs/benchmarks.md), and the report names the one used.
+//!
 //! This is the crate's only unsafe code: `GlobalAlloc` is an unsafe trait. Each method
-//! forwards to [`System`] unchanged and only adds bookkeeping after it returns.
+//! forwards to the allocator underneath unchanged and only adds bookkeeping after it
+//! returns.
 
-use std::alloc::{GlobalAlloc, Layout, System};
+#[cfg(not(feature = "mimalloc"))]
+use std::alloc::System as Underlying;
+use std::alloc::{GlobalAlloc, Layout};
 use std::sync::atomic::{AtomicBool, AtomicIsize, Ordering};
 
-/// The system allocator, counting bytes while a [`Window`] is open.
+#[cfg(feature = "mimalloc")]
+use mimalloc::MiMalloc as Underlying;
+
+/// The allocator the counting one forwards to, as the report names it.
+#[cfg(not(feature = "mimalloc"))]
+pub(crate) const UNDERLYING: &str = "the system allocator (glibc malloc on Linux)";
+/// The allocator the counting one forwards to, as the report names it.
+#[cfg(feature = "mimalloc")]
+pub(crate) const UNDERLYING: &str = "mimalloc (the bench's `mimalloc` feature)";
+
+/// The allocator underneath ([`UNDERLYING`]), counting bytes while a [`Window`] is open.
 #[derive(Debug)]
 pub(crate) struct CountingAllocator;
 
@@ -40,14 +58,14 @@ fn signed(size: usize) -> isize {
     isize::try_from(size).unwrap_or(isize::MAX)
 }
 
-// SAFETY: every method hands its arguments to `System`, which upholds `GlobalAlloc`'s
-// contract, and returns what `System` returned; the bookkeeping touches only atomics and
+// SAFETY: every method hands its arguments to `Underlying`, which upholds `GlobalAlloc`'s
+// contract, and returns what it returned; the bookkeeping touches only atomics and
 // never allocates.
 #[allow(unsafe_code)]
 unsafe impl GlobalAlloc for CountingAllocator {
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
         // SAFETY: the caller's guarantees for `layout` are passed on unchanged.
-        let ptr = unsafe { System.alloc(layout) };
+        let ptr = unsafe { Underlying.alloc(layout) };
         if !ptr.is_null() {
             record(signed(layout.size()));
         }
@@ -56,7 +74,7 @@ unsafe impl GlobalAlloc for CountingAllocator {
 
     unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
         // SAFETY: as for `alloc`.
-        let ptr = unsafe { System.alloc_zeroed(layout) };
+        let ptr = unsafe { Underlying.alloc_zeroed(layout) };
         if !ptr.is_null() {
             record(signed(layout.size()));
         }
@@ -64,15 +82,15 @@ unsafe impl GlobalAlloc for CountingAllocator {
     }
 
     unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        // SAFETY: `ptr` was allocated by `System` with `layout` (every allocation goes
-        // through this type, which only ever uses `System`).
-        unsafe { System.dealloc(ptr, layout) };
+        // SAFETY: `ptr` was allocated by `Underlying` with `layout` (every allocation
+        // goes through this type, which only ever uses `Underlying`).
+        unsafe { Underlying.dealloc(ptr, layout) };
         record(-signed(layout.size()));
     }
 
     unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
         // SAFETY: as for `dealloc`; `new_size` is passed on under the caller's guarantees.
-        let new = unsafe { System.realloc(ptr, layout, new_size) };
+        let new = unsafe { Underlying.realloc(ptr, layout, new_size) };
         if !new.is_null() {
             record(signed(new_size) - signed(layout.size()));
         }

@@ -24,10 +24,10 @@ impl ApiObject for LazyPod {
         self.0.meta_mut()
     }
 
-    /// Name, namespace and `spec.nodeName` when it is set, as [`KubePod`]'s
-    /// (crate::kube_pod::KubePod). A body whose bytes do not read leaves the node out
-    /// here (a field selector then does not match it); the same bytes fail the first
-    /// `body()` with the error, as they would fail a whole decode.
+    /// Name, namespace and `spec.nodeName` when it is set, as
+    /// [`KubePod`](crate::kube_pod::KubePod)'s. A body whose bytes do not read leaves the
+    /// node out here (a field selector then does not match it); the same bytes fail the
+    /// first `body()` with the error, as they would fail a whole decode.
     fn fields(&self) -> Fields {
         let mut fields = self.0.fields();
         if let Ok(Some(node)) = self.0.field_str(&NODE_NAME) {

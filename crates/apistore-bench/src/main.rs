@@ -240,6 +240,9 @@ fn run(settings: Settings, target: ReportTarget) -> Result<()> {
         side_by_side,
         offline,
     };
+    report
+        .notes
+        .push(format!("allocator: {}", alloc::UNDERLYING));
     report.notes.push(format!(
         "the run took {:.0} s; load average (1, 5, 15 min) before: {load_before}, after: {} \
          (on {} cores: more than that means other processes competed for the CPU)",

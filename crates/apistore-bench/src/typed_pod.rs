@@ -21,8 +21,8 @@ impl ApiObject for TypedPod {
         self.0.meta_mut()
     }
 
-    /// Name, namespace and `spec.nodeName` when it is set, as [`KubePod`]'s
-    /// (crate::kube_pod::KubePod).
+    /// Name, namespace and `spec.nodeName` when it is set, as
+    /// [`KubePod`](crate::kube_pod::KubePod)'s.
     fn fields(&self) -> Fields {
         let mut fields = self.0.fields();
         if let Some(node) = self.0.spec.as_ref().and_then(|s| s.node_name.as_ref()) {

@@ -250,11 +250,12 @@ fn run() -> Result<(), BoxError> {
         }
     }
     println!(
-        "{} Pods, {} bytes of protobuf and {} of JSON each on average; {} rounds",
+        "{} Pods, {} bytes of protobuf and {} of JSON each on average; {} rounds; allocator: {}",
         o.objects,
         values.protobuf.iter().map(Vec::len).sum::<usize>() / o.objects.max(1) as usize,
         values.json.iter().map(Vec::len).sum::<usize>() / o.objects.max(1) as usize,
-        o.rounds
+        o.rounds,
+        alloc::UNDERLYING
     );
     println!(
         "| decode into | µs/Pod, each dropped (median) | rounds | µs/Pod, all kept | \
