@@ -308,30 +308,7 @@ fn bench(mut rest: &[String]) -> Result<Command, String> {
             Some((name, value)) => (name, Some(value.to_owned())),
             None => (flag.as_str(), None),
         };
-        if name == "--allocator" {
-            let value = match inline {
-                Some(value) => value,
-                None => {
-                    let (value, after) = rest
-                        .split_first()
-                        .ok_or_else(|| "`bench --allocator` needs a value".to_owned())?;
-                    rest = after;
-                    value.clone()
-                }
-            };
-            mimalloc = match value.as_str() {
-                "system" => false,
-                "mimalloc" => true,
-                _ => {
-                    return Err(format!(
-                        "`bench --allocator {value}`: the allocators are {}",
-                        BENCH_ALLOCATORS.join(", ")
-                    ));
-                }
-            };
-            continue;
-        }
-        if !BENCH_VALUE_FLAGS.contains(&name) {
+        if !BENCH_VALUE_FLAGS.contains(&name) && name != "--allocator" {
             return Err(format!(
                 "`bench` takes --quick, --only NAME, --arm {}, --report PATH, --no-report, \
                  --no-go and --allocator {}, not `{flag}`",
@@ -351,6 +328,20 @@ fn bench(mut rest: &[String]) -> Result<Command, String> {
         };
         if value.is_empty() {
             return Err(format!("`bench {name}` needs a value"));
+        }
+        if name == "--allocator" {
+            // xtask's own: the harness's build, not one of its options.
+            mimalloc = match value.as_str() {
+                "system" => false,
+                "mimalloc" => true,
+                _ => {
+                    return Err(format!(
+                        "`bench --allocator {value}`: the allocators are {}",
+                        BENCH_ALLOCATORS.join(", ")
+                    ));
+                }
+            };
+            continue;
         }
         if name == "--arm" && !BENCH_ARMS.contains(&value.as_str()) {
             return Err(format!(
@@ -635,13 +626,14 @@ mod tests {
 
     #[test]
     fn bench_passes_the_harness_options_on() {
-        let bench = |args: &[&str], go| {
+        let built = |args: &[&str], go, mimalloc| {
             Ok(Command::Bench {
                 bench_args: args.iter().map(|s| (*s).to_owned()).collect(),
                 go,
-                mimalloc: false,
+                mimalloc,
             })
         };
+        let bench = |args: &[&str], go| built(args, go, false);
         assert_eq!(parse(&["bench"]), bench(&[], true));
         assert_eq!(parse(&["bench", "--quick"]), bench(&["--quick"], true));
         assert_eq!(
@@ -675,13 +667,7 @@ mod tests {
             bench(&["--no-report", "--arm", "raw"], false)
         );
         // The allocator is the harness's build, not one of its options.
-        let with_mimalloc = |args: &[&str]| {
-            Ok(Command::Bench {
-                bench_args: args.iter().map(|s| (*s).to_owned()).collect(),
-                go: true,
-                mimalloc: true,
-            })
-        };
+        let with_mimalloc = |args: &[&str]| built(args, true, true);
         assert_eq!(
             parse(&["bench", "--allocator", "mimalloc", "--only", "kube"]),
             with_mimalloc(&["--only", "kube"])
@@ -703,11 +689,9 @@ mod tests {
                 .unwrap_err()
                 .contains("the allocators are system, mimalloc")
         );
-        assert!(
-            parse(&["bench", "--allocator"])
-                .unwrap_err()
-                .contains("needs a value")
-        );
+        for missing in [&["bench", "--allocator"][..], &["bench", "--allocator="]] {
+            assert!(parse(missing).unwrap_err().contains("needs a value"));
+        }
         assert!(parse(&["bench", "--slow"]).unwrap_err().contains("--slow"));
         assert!(
             parse(&["bench", "--only"])

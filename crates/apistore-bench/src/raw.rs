@@ -15,8 +15,8 @@ use std::time::Duration;
 
 use apistore_etcd3::ClientConfig;
 use etcd_client::{
-    Client, Compare, CompareOp, ConnectOptions, GetOptions, GetResponse, KvClient, Txn, TxnOp,
-    TxnOpResponse, TxnResponse, WatchClient,
+    Client, Compare, CompareOp, GetOptions, GetResponse, KvClient, Txn, TxnOp, TxnOpResponse,
+    TxnResponse, WatchClient,
 };
 
 use crate::error::{BenchError, Result};
@@ -50,8 +50,8 @@ struct State {
 impl Raw {
     /// Connects as `EtcdClient::connect` does with `ClientConfig`'s defaults
     /// (kube-apiserver's: the dial timeout, 20 s, also bounds each request; keep-alive
-    /// every 30 s with a 10 s timeout), read from that config so the baseline follows
-    /// the store's connection.
+    /// every 30 s with a 10 s timeout): the same `ClientConfig::connect_options`, so the
+    /// baseline follows the store's connection.
     pub(crate) async fn connect(endpoint: &str) -> Result<Self> {
         Self::connect_with_timeout(endpoint, ClientConfig::default().dial_timeout).await
     }
@@ -59,13 +59,9 @@ impl Raw {
     /// The same connection whose calls may take up to `timeout` (housekeeping that
     /// etcd answers only when done, such as a physical compaction).
     pub(crate) async fn connect_with_timeout(endpoint: &str, timeout: Duration) -> Result<Self> {
-        let config = ClientConfig::default();
-        let mut options = ConnectOptions::new()
-            .with_connect_timeout(config.dial_timeout)
+        let options = ClientConfig::default()
+            .connect_options()
             .with_timeout(timeout);
-        if let Some((interval, keep_alive_timeout)) = config.keep_alive {
-            options = options.with_keep_alive(interval, keep_alive_timeout);
-        }
         let client = Client::connect([endpoint], Some(options)).await?;
         Ok(Self { client })
     }

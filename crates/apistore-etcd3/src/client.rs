@@ -66,6 +66,19 @@ impl Default for ClientConfig {
 }
 
 impl ClientConfig {
+    /// etcd-client's options for this config's connection: the dial timeout (which
+    /// also bounds each request, as in kube-apiserver) and the keep-alive. Credentials
+    /// and TLS are [`EtcdClient::connect`]'s, which checks them against the endpoints.
+    pub fn connect_options(&self) -> ConnectOptions {
+        let options = ConnectOptions::new()
+            .with_connect_timeout(self.dial_timeout)
+            .with_timeout(self.dial_timeout);
+        match self.keep_alive {
+            Some((interval, timeout)) => options.with_keep_alive(interval, timeout),
+            None => options,
+        }
+    }
+
     /// A config for the given endpoints, with kube-apiserver's defaults otherwise.
     pub fn new<I, S>(endpoints: I) -> Self
     where
@@ -280,12 +293,7 @@ impl EtcdClient {
             return Err(ConnectError::NoEndpoints);
         }
         let endpoints = config.endpoints.join(",");
-        let mut options = ConnectOptions::new()
-            .with_connect_timeout(config.dial_timeout)
-            .with_timeout(config.dial_timeout);
-        if let Some((interval, timeout)) = config.keep_alive {
-            options = options.with_keep_alive(interval, timeout);
-        }
+        let mut options = config.connect_options();
         if let Some((user, password)) = &config.credentials {
             options = options.with_user(user.clone(), password.clone());
         }
