@@ -15,21 +15,23 @@ use crate::schema::{Message, Schema, Special, Ty};
 use crate::sink::{JsonText, Sink};
 use crate::special::{SpecialValue, interpret};
 use crate::walk::{
-    Entries, FieldWalk, Segs, Slot, collect_into, is_empty_wrapped, map_entries, slot,
+    Entries, EntryLists, FieldWalk, Segs, Slot, collect_into, count, is_empty_wrapped, map_entries,
+    slot,
 };
 use crate::wire::{WireVal, read_varint};
 
-pub(crate) struct Decoder<'s, 'a, S: Sink = JsonText> {
+pub(crate) struct Decoder<'s: 'a, 'a, S: Sink = JsonText> {
     schema: &'s Schema,
     kind: &'s str,
     pub(crate) out: S,
-    path: Vec<Step<'s>>,
+    /// Where the walk is: field names (the schema's) and map keys (the value's).
+    path: Vec<Step<'a>>,
     depth: usize,
     /// Field lists of messages written, for the next message to reuse.
-    spare: Vec<Entries<'a>>,
+    lists: EntryLists<'a>,
 }
 
-impl<'s> Decoder<'s, '_> {
+impl<'s: 'a, 'a> Decoder<'s, 'a> {
     /// A decoder writing Go's JSON text, with room for about `size_hint` bytes of
     /// protobuf.
     pub(crate) fn new(schema: &'s Schema, kind: &'s str, size_hint: usize) -> Self {
@@ -41,16 +43,17 @@ impl<'s> Decoder<'s, '_> {
     }
 }
 
-impl<'s, 'a, S: Sink> Decoder<'s, 'a, S> {
+impl<'s: 'a, 'a, S: Sink> Decoder<'s, 'a, S> {
     /// A decoder writing into `out`.
     pub(crate) fn with_sink(schema: &'s Schema, kind: &'s str, out: S) -> Self {
         Self {
             schema,
             kind,
             out,
-            path: Vec::new(),
+            // A Pod's fields nest about ten deep: room for them at once.
+            path: Vec::with_capacity(16),
             depth: 0,
-            spare: Vec::new(),
+            lists: EntryLists::from_thread(),
         }
     }
 
@@ -82,7 +85,7 @@ impl<'s, 'a, S: Sink> Decoder<'s, 'a, S> {
     /// The known fields of `m`, in a list a written message left rather than a new
     /// one (a Pod has dozens of messages).
     fn collect(&mut self, m: &Message, segs: &[&'a [u8]]) -> Result<Entries<'a>, ProtobufError> {
-        let mut entries = self.spare.pop().unwrap_or_default();
+        let mut entries = self.lists.take();
         match collect_into(m, segs, &mut entries) {
             Ok(()) => Ok(entries),
             Err(e) => Err(self.err(e)),
@@ -91,7 +94,7 @@ impl<'s, 'a, S: Sink> Decoder<'s, 'a, S> {
 
     /// Hands a message's field list back for reuse.
     fn recycle(&mut self, entries: Entries<'a>) {
-        self.spare.push(entries);
+        self.lists.give_back(entries);
     }
 
     fn key(&mut self, name: &str, first: &mut bool) {
@@ -207,7 +210,8 @@ impl<'s, 'a, S: Sink> Decoder<'s, 'a, S> {
         inner: &'s Ty,
         vals: &[(usize, WireVal<'a>)],
     ) -> Result<(), ProtobufError> {
-        self.out.begin_array();
+        // The length is a hint (a malformed packed run is reported below, as read).
+        self.out.begin_array(count(inner, vals).unwrap_or(0));
         let mut idx = 0;
         for (_, v) in vals {
             match (inner, v) {
@@ -262,13 +266,12 @@ impl<'s, 'a, S: Sink> Decoder<'s, 'a, S> {
         for (i, (k, v)) in entries.iter().enumerate() {
             self.sep(i);
             self.out.key(k);
-            self.path
-                .push(Step::Key(String::from_utf8_lossy(k).into_owned()));
+            self.path.push(Step::RawKey(k));
             let empty_wrapped =
                 is_empty_wrapped(self.schema, inner, *v).map_err(|e| self.err(e))?;
             match (inner, v) {
                 _ if empty_wrapped => {
-                    self.out.begin_array();
+                    self.out.begin_array(0);
                     self.out.end_array();
                 }
                 (Ty::Msg(id), Some(WireVal::Bytes(b))) => self.message(*id, &[b])?,

@@ -160,6 +160,9 @@ pub(crate) enum Step<'a> {
     Field(&'a str),
     Index(usize),
     Key(String),
+    /// A map key as the value holds it (Go string bytes, not always UTF-8): read
+    /// only if an error names the path, so walking a map allocates nothing for it.
+    RawKey(&'a [u8]),
 }
 
 /// Formats a path stack as `spec.containers[0].env["X"]`, `.` when empty.
@@ -181,6 +184,11 @@ pub(crate) fn format_path(steps: &[Step<'_>]) -> String {
             Step::Key(k) => {
                 out.push('[');
                 out.push_str(&format!("{k:?}"));
+                out.push(']');
+            }
+            Step::RawKey(k) => {
+                out.push('[');
+                out.push_str(&format!("{:?}", String::from_utf8_lossy(k)));
                 out.push(']');
             }
         }

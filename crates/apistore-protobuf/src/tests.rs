@@ -234,6 +234,35 @@ fn hostile_bytes_error_and_name_the_kind() {
 }
 
 #[test]
+fn a_fault_under_a_map_key_names_the_key() {
+    use crate::wire::{put_bytes, put_key, put_varint};
+    // ResourceQuota.spec.hard["c\xffu"] holds a Quantity whose string is a varint.
+    let mut quantity = Vec::new();
+    put_key(&mut quantity, 1, 0);
+    put_varint(&mut quantity, 5);
+    let mut entry = Vec::new();
+    put_bytes(&mut entry, 1, b"c\xffu");
+    put_bytes(&mut entry, 2, &quantity);
+    let mut spec = Vec::new();
+    put_bytes(&mut spec, 1, &entry);
+    let mut raw = Vec::new();
+    put_bytes(&mut raw, 2, &spec);
+    let bytes = stored("ResourceQuota", &raw);
+    // The JSON text and the value tree (`DynamicObject`) walk alike and say the same.
+    for err in [
+        pb().decode_to_json(&bytes).unwrap_err(),
+        pb().decode_dynamic(&bytes).unwrap_err(),
+    ] {
+        let ProtobufError::Decode { kind, path, reason } = &err else {
+            panic!("not a decode error: {err:?}");
+        };
+        assert_eq!(kind, "ResourceQuota");
+        assert_eq!(path, "spec.hard[\"c\u{fffd}u\"]");
+        assert!(reason.contains("wrong wire type"), "{reason}");
+    }
+}
+
+#[test]
 fn nesting_depth_bombs_are_refused() {
     // JSONSchemaProps.not is a *JSONSchemaProps: nest it far past the limit.
     let schema = &pb().schema;

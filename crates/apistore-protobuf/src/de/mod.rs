@@ -33,7 +33,7 @@ use serde::de;
 
 use crate::error::ProtobufError;
 use crate::schema::{Message, Schema};
-use crate::walk::{Entries, Segs, collect_into};
+use crate::walk::{Entries, EntryLists, Segs, collect_into};
 
 use error::{DeError, Path, PathStep};
 pub(crate) use value::go_string;
@@ -78,7 +78,7 @@ fn deserialize_val<'de, T: de::Deserialize<'de>>(
     let ctx = Ctx {
         schema,
         kind,
-        buffers: RefCell::new(Vec::new()),
+        lists: RefCell::new(EntryLists::from_thread()),
     };
     let root = Path {
         parent: None,
@@ -97,24 +97,19 @@ struct Ctx<'de> {
     schema: &'de Schema,
     kind: &'de str,
     /// Entry buffers of structs already walked, for the next ones to reuse.
-    buffers: RefCell<Vec<Entries<'de>>>,
+    lists: RefCell<EntryLists<'de>>,
 }
 
 impl<'de> Ctx<'de> {
     /// The known fields of `m` in a reused buffer.
     fn collect(&self, m: &Message, segs: &[&'de [u8]]) -> Result<Entries<'de>, String> {
-        let mut entries = self
-            .buffers
-            .borrow_mut()
-            .pop()
-            .unwrap_or_else(|| Vec::with_capacity(16));
+        let mut entries = self.lists.borrow_mut().take();
         collect_into(m, segs, &mut entries)?;
         Ok(entries)
     }
 
-    fn give_back(&self, mut entries: Entries<'de>) {
-        entries.clear();
-        self.buffers.borrow_mut().push(entries);
+    fn give_back(&self, entries: Entries<'de>) {
+        self.lists.borrow_mut().give_back(entries);
     }
 
     #[cold]
