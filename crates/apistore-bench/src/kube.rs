@@ -49,7 +49,7 @@ use crate::crud::{Crud, workload_name};
 use crate::driver::{self, Plan, Sample};
 use crate::error::{BenchError, Result};
 use crate::gobench::{GoAnswer, GoArm};
-use crate::kube_pod::KubePod;
+use crate::kube_pod::{KubePod, kube_pod_codec};
 use crate::lazy_pod::{LazyPod, LazyPodCodec};
 use crate::object::ETCD_PREFIX;
 use crate::pod::{pod, pod_name};
@@ -144,7 +144,7 @@ impl Bench {
         let store = Arc::new(PodStore::with_parts(
             self.client.clone(),
             StoreConfig::for_resource(RESOURCE),
-            Arc::new(StorageCodec::<KubePod>::new(MediaType::Protobuf)),
+            Arc::new(kube_pod_codec()),
             Arc::new(IdentityTransformer),
         ));
         let kp = KubeProtobuf::k8s_1_31();

@@ -26,12 +26,17 @@ pub(crate) struct WrappedCodec<W, C> {
 }
 
 impl<W, C> WrappedCodec<W, C> {
-    /// Around `inner`, shared as stores take their codec.
-    pub(crate) fn shared(inner: C) -> Arc<Self> {
-        Arc::new(Self {
+    /// Around `inner`.
+    pub(crate) fn new(inner: C) -> Self {
+        Self {
             inner,
             _w: PhantomData,
-        })
+        }
+    }
+
+    /// Around `inner`, shared as stores take their codec.
+    pub(crate) fn shared(inner: C) -> Arc<Self> {
+        Arc::new(Self::new(inner))
     }
 }
 

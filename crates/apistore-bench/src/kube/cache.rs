@@ -40,7 +40,7 @@ use std::time::{Duration, Instant};
 
 use apistore_cacher::{Cacher, CacherConfig, CacherMetrics};
 use apistore_etcd3::{Etcd3Store, StoreConfig};
-use apistore_protobuf::{KubeProtobuf, LazyCodec, LazyObject, MediaType, StorageCodec};
+use apistore_protobuf::{KubeProtobuf, LazyCodec, LazyObject, MediaType};
 use apistore_storage::{
     ApiObject, Codec, CodecError, KubeVersion, ListOptions, ResourceVersionMatch, Shared, Storage,
     WatchStream,
@@ -50,13 +50,14 @@ use bytes::Bytes;
 use prometheus::Registry;
 use serde_json::json;
 
-use super::{KubePod, RESOURCE, SPREAD, encoded_pod, group_selected, namespace_of, node_of};
+use super::{RESOURCE, SPREAD, encoded_pod, group_selected, namespace_of, node_of};
 use crate::alloc::Window;
 use crate::bench::Bench;
 use crate::cacher::{Events, WRITERS, median_rate, read_count};
 use crate::driver::{self, Plan};
 use crate::error::{BenchError, Result};
 use crate::gobench::{GoAnswer, GoArm};
+use crate::kube_pod::kube_pod_codec;
 use crate::object::ETCD_PREFIX;
 use crate::pod::pod_name;
 use crate::side_by_side::{Collector, Side, SideBySide, Spec, spec};
@@ -249,7 +250,7 @@ impl Bench {
 
     async fn kube_cache_rows(&self, go: &mut GoArm, out: &mut SideBySide) -> Result<()> {
         let lazy = || LazyCodec::new(MediaType::Protobuf);
-        let dynamic = || StorageCodec::<KubePod>::new(MediaType::Protobuf);
+        let dynamic = kube_pod_codec;
         self.cache_lists(go, out, "LazyObject", lazy).await?;
         self.cache_lists(go, out, "DynamicObject", dynamic).await?;
         if self.settings.selected(WATCHERS) {

@@ -33,7 +33,7 @@ use crate::driver::{self, OpFn, Plan, Sample};
 use crate::error::{BenchError, Result};
 use crate::gobench::GoArm;
 use crate::kube::{PREFIX, PodStore, RESOURCE, SPREAD, namespace_of, node_of, pick};
-use crate::kube_pod::KubePod;
+use crate::kube_pod::kube_pod_codec;
 use crate::lazy_pod::{LazyPod, LazyPodCodec};
 use crate::side_by_side::{Collector, Side, SideBySide, spec};
 use crate::stats::Unit;
@@ -103,7 +103,7 @@ impl Bench {
             PodStore::with_parts(
                 self.client.clone(),
                 StoreConfig::for_resource(RESOURCE),
-                Arc::new(StorageCodec::<KubePod>::new(MediaType::Protobuf)),
+                Arc::new(kube_pod_codec()),
                 Arc::new(IdentityTransformer),
             )
             .with_stored_selector(Arc::clone(&by_node)),
