@@ -6,7 +6,7 @@ use apistore_protobuf::{MediaType, StorageCodec};
 use apistore_storage::{ApiObject, DynamicObject, Fields, MetaAccessor};
 use serde::{Deserialize, Serialize};
 
-use crate::wrapped_codec::{WrappedCodec, Wrapper};
+use crate::wrapped_codec::{WrappedCodec, newtype_wrapper};
 
 /// A Pod held as a `DynamicObject`; serialises exactly as one.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -37,15 +37,7 @@ impl ApiObject for KubePod {
     }
 }
 
-impl Wrapper for KubePod {
-    type Inner = DynamicObject;
-    fn wrap(inner: DynamicObject) -> Self {
-        Self(inner)
-    }
-    fn inner(&self) -> &DynamicObject {
-        &self.0
-    }
-}
+newtype_wrapper!(KubePod, DynamicObject);
 
 /// The codec of [`KubePod`]s: `StorageCodec<DynamicObject>`, so that a Pod is read
 /// the way a store of `DynamicObject`s reads it (by the protobuf walk's value tree,

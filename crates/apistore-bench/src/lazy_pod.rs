@@ -5,7 +5,7 @@
 use apistore_protobuf::{LazyCodec, LazyObject};
 use apistore_storage::{ApiObject, Fields, MetaAccessor};
 
-use crate::wrapped_codec::{WrappedCodec, Wrapper};
+use crate::wrapped_codec::{WrappedCodec, newtype_wrapper};
 
 /// The path of the field kube's Pod registry makes selectable beyond name and
 /// namespace.
@@ -37,15 +37,7 @@ impl ApiObject for LazyPod {
     }
 }
 
-impl Wrapper for LazyPod {
-    type Inner = LazyObject;
-    fn wrap(inner: LazyObject) -> Self {
-        Self(inner)
-    }
-    fn inner(&self) -> &LazyObject {
-        &self.0
-    }
-}
+newtype_wrapper!(LazyPod, LazyObject);
 
 /// [`LazyCodec`] for [`LazyPod`]s: kube's protobuf, read lazily, written as
 /// `LazyCodec` writes (the stored bytes with the metadata spliced in).

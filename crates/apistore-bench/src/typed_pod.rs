@@ -6,7 +6,7 @@ use apistore_protobuf::StorageCodec;
 use apistore_storage::{ApiObject, Fields, MetaAccessor};
 use k8s_openapi::api::core::v1::Pod;
 
-use crate::wrapped_codec::{WrappedCodec, Wrapper};
+use crate::wrapped_codec::{WrappedCodec, newtype_wrapper};
 
 /// A Pod held as k8s-openapi's typed `Pod`.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -32,15 +32,7 @@ impl ApiObject for TypedPod {
     }
 }
 
-impl Wrapper for TypedPod {
-    type Inner = Pod;
-    fn wrap(inner: Pod) -> Self {
-        Self(inner)
-    }
-    fn inner(&self) -> &Pod {
-        &self.0
-    }
-}
+newtype_wrapper!(TypedPod, Pod);
 
 /// [`StorageCodec`] for [`TypedPod`]s: it decodes a `Pod` by the generated code.
 pub(crate) type TypedPodCodec = WrappedCodec<TypedPod, StorageCodec<Pod>>;

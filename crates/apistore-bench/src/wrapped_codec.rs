@@ -18,6 +18,22 @@ pub(crate) trait Wrapper: Sized {
     fn inner(&self) -> &Self::Inner;
 }
 
+/// [`Wrapper`] for a tuple newtype `$wrapper($inner)`.
+macro_rules! newtype_wrapper {
+    ($wrapper:ty, $inner:ty) => {
+        impl $crate::wrapped_codec::Wrapper for $wrapper {
+            type Inner = $inner;
+            fn wrap(inner: $inner) -> Self {
+                Self(inner)
+            }
+            fn inner(&self) -> &$inner {
+                &self.0
+            }
+        }
+    };
+}
+pub(crate) use newtype_wrapper;
+
 /// `C` (a codec of `W::Inner`) as a codec of `W`.
 #[derive(Debug, Clone, Default)]
 pub(crate) struct WrappedCodec<W, C> {
