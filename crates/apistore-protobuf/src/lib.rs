@@ -194,8 +194,9 @@ impl KubeProtobuf {
     /// Decodes stored bytes into a [`DynamicObject`](apistore_storage::DynamicObject)
     /// by way of [`decode_to_value`](Self::decode_to_value): the same object
     /// `decode::<DynamicObject>` gives (its body moved out of the tree, its metadata
-    /// read from the tree's `metadata` member), and somewhat faster (45 µs for the
-    /// bench's Pod, against 49).
+    /// read from the tree's `metadata` member), and faster (docs/protobuf.md has the
+    /// figures). A `StorageCodec<DynamicObject>` decodes this way; a codec of a newtype
+    /// around `DynamicObject` goes through serde unless it wraps that codec.
     pub fn decode_dynamic(&self, stored: &[u8]) -> Result<apistore_storage::DynamicObject> {
         let (av, kind_name, m, raw) = self.open(stored)?;
         let members = self.members_of(kind_name, m, &[raw], av)?;
