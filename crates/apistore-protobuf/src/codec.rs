@@ -65,6 +65,12 @@ impl FromStr for MediaType {
 /// An update never loses what a read could not show: protobuf fields the schema has
 /// no name for (a newer kube wrote them) are carried from the replaced value into the
 /// new one ([`Codec::encode_replacing`]), or the write is refused naming them.
+///
+/// Protobuf is read by the fastest way the type has: k8s-openapi's types by generated
+/// code (with the `k8s-openapi` feature), `DynamicObject` by the walk's value tree
+/// ([`KubeProtobuf::decode_dynamic`](crate::KubeProtobuf::decode_dynamic)), anything
+/// else through serde. A newtype around one of those is "anything else": to keep the
+/// fast way, decode with the inner type's codec and wrap the result.
 pub struct StorageCodec<T> {
     write: MediaType,
     version: KubeVersion,
