@@ -163,7 +163,7 @@ impl<'s: 'a, 'a, S: Sink> Decoder<'s, 'a, S> {
             Slot::Null => self.out.null(),
             Slot::Zero(ty) => self.zero_scalar(ty),
             Slot::Scalar(ty, v) => self.scalar(ty, v)?,
-            Slot::Elements(inner) => self.elements(inner, vals)?,
+            Slot::Elements(inner, len) => self.elements(inner, vals, len)?,
             Slot::Map(inner) => self.map(inner, vals)?,
             Slot::Present(inner) => self.present(inner, vals)?,
             Slot::Message(id) => self.message(id, Segs::of(vals).as_slice())?,
@@ -205,13 +205,14 @@ impl<'s: 'a, 'a, S: Sink> Decoder<'s, 'a, S> {
         Ok(())
     }
 
+    /// Writes a list of `len` elements from the field's occurrences.
     fn elements(
         &mut self,
         inner: &'s Ty,
         vals: &[(usize, WireVal<'a>)],
+        len: usize,
     ) -> Result<(), ProtobufError> {
-        // The length is a hint (a malformed packed run is reported below, as read).
-        self.out.begin_array(count(inner, vals).unwrap_or(0));
+        self.out.begin_array(len);
         let mut idx = 0;
         for (_, v) in vals {
             match (inner, v) {
@@ -318,7 +319,11 @@ impl<'s: 'a, 'a, S: Sink> Decoder<'s, 'a, S> {
                 SpecialValue::Bool(b) => self.out.bool(b),
                 SpecialValue::Raw(b) => self.out.raw(b).map_err(|e| self.err(e))?,
                 SpecialValue::Present(ty, vals) => self.present(ty, &vals)?,
-                SpecialValue::Elements(inner, vals) => self.elements(inner, &vals)?,
+                SpecialValue::Elements(inner, vals) => {
+                    // A length hint (a malformed packed run is reported as it is read).
+                    let len = count(inner, &vals).unwrap_or(0);
+                    self.elements(inner, &vals, len)?;
+                }
             },
         }
         self.depth -= 1;

@@ -181,16 +181,8 @@ pub(crate) fn format_path(steps: &[Step<'_>]) -> String {
                 out.push_str(&i.to_string());
                 out.push(']');
             }
-            Step::Key(k) => {
-                out.push('[');
-                out.push_str(&format!("{k:?}"));
-                out.push(']');
-            }
-            Step::RawKey(k) => {
-                out.push('[');
-                out.push_str(&format!("{:?}", String::from_utf8_lossy(k)));
-                out.push(']');
-            }
+            Step::Key(k) => out.push_str(&format!("[{k:?}]")),
+            Step::RawKey(k) => out.push_str(&format!("[{:?}]", String::from_utf8_lossy(k))),
         }
     }
     if out.is_empty() {

@@ -244,8 +244,8 @@ pub(crate) enum Slot<'s, 'a> {
     Zero(&'s Ty),
     /// A scalar from its last occurrence on the wire.
     Scalar(&'s Ty, WireVal<'a>),
-    /// A non-empty list of `inner` from the field's occurrences.
-    Elements(&'s Ty),
+    /// A non-empty list of `inner` from the field's occurrences, and its length.
+    Elements(&'s Ty, usize),
     /// A non-empty map of `inner` values from the field's entries.
     Map(&'s Ty),
     /// A present value (a non-nil pointer's target) of this type.
@@ -280,7 +280,10 @@ pub(crate) fn slot<'s, 'a>(
         })
     };
     match ty {
-        Ty::Slice(inner) => absent(count(inner, vals)? == 0, Slot::Elements(inner)),
+        Ty::Slice(inner) => {
+            let len = count(inner, vals)?;
+            absent(len == 0, Slot::Elements(inner, len))
+        }
         Ty::Map(inner) => absent(vals.is_empty(), Slot::Map(inner)),
         Ty::Ptr(inner) => absent(vals.is_empty(), Slot::Present(inner)),
         Ty::Bytes => Ok(match last {

@@ -83,7 +83,7 @@ pub(super) fn from_slot<'de, 'v>(
         Slot::Null => Val::Null,
         Slot::Zero(ty) => zero(ty),
         Slot::Scalar(ty, v) => scalar(ty, v)?,
-        Slot::Elements(inner) => Val::Elements(inner, Cow::Borrowed(vals)),
+        Slot::Elements(inner, _) => Val::Elements(inner, Cow::Borrowed(vals)),
         Slot::Map(inner) => Val::Map(inner, vals),
         Slot::Present(inner) => present(inner, vals)?,
         Slot::Message(id) => Val::Message(id, Segs::of(vals)),
