@@ -12,7 +12,7 @@ use std::borrow::Cow;
 use crate::quantity;
 use crate::schema::{Message, Special, Ty};
 use crate::time::{ZERO_TIME_UNIX, write_duration, write_rfc3339};
-use crate::walk::{Entries, collect, count};
+use crate::walk::{Entries, collect, count, last_of};
 use crate::wire::{Fields, WireVal};
 
 /// The JSON value of a special type.
@@ -77,30 +77,25 @@ pub(crate) fn interpret<'s, 'a>(
             SpecialValue::Text(quantity::canonical_cached(s)?)
         }
         Special::Duration => {
-            let e = collect(m, segs)?;
-            let n = e.last().map_or(0, |v| match v.1 {
-                WireVal::Varint(x) => x as i64,
+            let n = match last_of(m, segs, [1])? {
+                [Some(WireVal::Varint(x))] => x as i64,
                 _ => 0,
-            });
+            };
             let mut out = Vec::with_capacity(16);
             write_duration(&mut out, n);
             SpecialValue::Quoted(out)
         }
         Special::IntOrString => {
-            let e = collect(m, segs)?;
-            let get = |tag: u32| {
-                let idx = m.field_for_tag(tag)?;
-                e.iter().rev().find(|x| x.0 == idx).map(|x| x.1)
-            };
-            match get(1) {
+            let [kind, int_val, str_val] = last_of(m, segs, [1, 2, 3])?;
+            match kind {
                 None | Some(WireVal::Varint(0)) => {
-                    let v = match get(2) {
+                    let v = match int_val {
                         Some(WireVal::Varint(x)) => x as i32,
                         _ => 0,
                     };
                     SpecialValue::Int(i64::from(v))
                 }
-                Some(WireVal::Varint(1)) => match get(3) {
+                Some(WireVal::Varint(1)) => match str_val {
                     Some(WireVal::Bytes(b)) => SpecialValue::Str(b),
                     _ => SpecialValue::Str(b""),
                 },
@@ -108,11 +103,10 @@ pub(crate) fn interpret<'s, 'a>(
             }
         }
         Special::RawJson | Special::Json => {
-            let e = collect(m, segs)?;
-            let raw = e.last().and_then(|v| match v.1 {
-                WireVal::Bytes(b) => Some(b),
+            let raw = match last_of(m, segs, [1])? {
+                [Some(WireVal::Bytes(b))] => Some(b),
                 _ => None,
-            });
+            };
             match raw {
                 None => SpecialValue::Null,
                 Some([]) if m.special == Special::Json => SpecialValue::Null,

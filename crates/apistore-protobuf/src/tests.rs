@@ -233,6 +233,88 @@ fn hostile_bytes_error_and_name_the_kind() {
     );
 }
 
+/// A Service whose one port's `targetPort` (an IntOrString) is written as these
+/// segments, each a separate occurrence of the field that Go merges.
+fn service_with_target_port(segments: &[Vec<u8>]) -> Vec<u8> {
+    use crate::wire::put_bytes;
+    let mut port = Vec::new();
+    for segment in segments {
+        put_bytes(&mut port, 4, segment);
+    }
+    let mut spec = Vec::new();
+    put_bytes(&mut spec, 1, &port);
+    let mut raw = Vec::new();
+    put_bytes(&mut raw, 2, &spec);
+    stored("Service", &raw)
+}
+
+#[test]
+fn a_special_value_keeps_the_last_occurrence_and_refuses_a_wrong_wire_type() {
+    use crate::wire::{put_bytes, put_key, put_varint};
+    let int = |value: u64| {
+        let mut seg = Vec::new();
+        put_key(&mut seg, 1, 0);
+        put_varint(&mut seg, 0);
+        put_key(&mut seg, 2, 0);
+        put_varint(&mut seg, value);
+        seg
+    };
+    let text = |values: &[&[u8]]| {
+        let mut seg = Vec::new();
+        put_key(&mut seg, 1, 0);
+        put_varint(&mut seg, 1);
+        for value in values {
+            put_bytes(&mut seg, 3, value);
+        }
+        seg
+    };
+    // Go merges the occurrences: the last Type and the last StrVal win, and an
+    // IntVal written earlier stays behind unread.
+    for (segments, port) in [
+        (vec![int(80)], "80"),
+        (vec![int(80), text(&[b"http"])], "\"http\""),
+        (vec![text(&[b"a", b"b"])], "\"b\""),
+        (vec![text(&[b"http"]), int(8080)], "8080"),
+    ] {
+        let bytes = service_with_target_port(&segments);
+        let json = String::from_utf8(pb().decode_to_json(&bytes).unwrap()).unwrap();
+        assert!(json.contains(&format!("\"targetPort\":{port}")), "{json}");
+        let dynamic = pb().decode_dynamic(&bytes).unwrap();
+        assert_eq!(
+            dynamic.data["spec"]["ports"][0]["targetPort"].to_string(),
+            port
+        );
+    }
+    // A Type written as bytes is refused by name, through both walks.
+    let mut wrong = Vec::new();
+    put_bytes(&mut wrong, 1, b"1");
+    let bytes = service_with_target_port(&[wrong]);
+    assert_both_walks_refuse(
+        &bytes,
+        "Service",
+        "spec.ports[0].targetPort",
+        &["wrong wireType = 2 for field Type (tag 1)", "IntOrString"],
+    );
+}
+
+/// The JSON text and the value tree (`DynamicObject`) walk alike: both refuse `bytes`
+/// naming this kind and path, with a reason that says each of `said`.
+fn assert_both_walks_refuse(bytes: &[u8], want_kind: &str, want_path: &str, said: &[&str]) {
+    for err in [
+        pb().decode_to_json(bytes).unwrap_err(),
+        pb().decode_dynamic(bytes).unwrap_err(),
+    ] {
+        let ProtobufError::Decode { kind, path, reason } = &err else {
+            panic!("not a decode error: {err:?}");
+        };
+        assert_eq!(kind, want_kind);
+        assert_eq!(path, want_path);
+        for part in said {
+            assert!(reason.contains(part), "{reason} does not say {part}");
+        }
+    }
+}
+
 #[test]
 fn a_fault_under_a_map_key_names_the_key() {
     use crate::wire::{put_bytes, put_key, put_varint};
@@ -248,18 +330,12 @@ fn a_fault_under_a_map_key_names_the_key() {
     let mut raw = Vec::new();
     put_bytes(&mut raw, 2, &spec);
     let bytes = stored("ResourceQuota", &raw);
-    // The JSON text and the value tree (`DynamicObject`) walk alike and say the same.
-    for err in [
-        pb().decode_to_json(&bytes).unwrap_err(),
-        pb().decode_dynamic(&bytes).unwrap_err(),
-    ] {
-        let ProtobufError::Decode { kind, path, reason } = &err else {
-            panic!("not a decode error: {err:?}");
-        };
-        assert_eq!(kind, "ResourceQuota");
-        assert_eq!(path, "spec.hard[\"c\u{fffd}u\"]");
-        assert!(reason.contains("wrong wire type"), "{reason}");
-    }
+    assert_both_walks_refuse(
+        &bytes,
+        "ResourceQuota",
+        "spec.hard[\"c\u{fffd}u\"]",
+        &["wrong wire type"],
+    );
 }
 
 #[test]

@@ -120,6 +120,41 @@ pub(crate) fn collect_into<'a>(
     entries: &mut Entries<'a>,
 ) -> Result<(), String> {
     entries.clear();
+    each_known_field(m, segs, |idx, _, val| entries.push((idx, val)))?;
+    // Stable, and cheap on the common case of fields already in order.
+    if !entries.is_sorted_by_key(|e| e.0) {
+        entries.sort_by_key(|e| e.0);
+    }
+    Ok(())
+}
+
+/// The last occurrence of each of `tags` in the merged segments of `m` (the value Go
+/// keeps when a field repeats), refusing a known field of the wrong wire type as
+/// [`collect`] does, without building a field list: for the special types, which
+/// read one or three fields.
+pub(crate) fn last_of<'a, const N: usize>(
+    m: &Message,
+    segs: &[&'a [u8]],
+    tags: [u32; N],
+) -> Result<[Option<WireVal<'a>>; N], String> {
+    let mut last = [None; N];
+    each_known_field(m, segs, |_, tag, val| {
+        if let Some(slot) = tags.iter().position(|t| *t == tag) {
+            last[slot] = Some(val);
+        }
+    })?;
+    Ok(last)
+}
+
+/// Hands each field of `m` found in its merged segments to `visit` as (index in
+/// `m.fields`, tag, value), in wire order, skipping unknown tags and refusing a known
+/// field of the wrong wire type as Go's generated code does.
+#[inline(always)]
+fn each_known_field<'a>(
+    m: &Message,
+    segs: &[&'a [u8]],
+    mut visit: impl FnMut(usize, u32, WireVal<'a>),
+) -> Result<(), String> {
     for seg in segs {
         for item in Fields::new(seg) {
             let (tag, val) = item?;
@@ -129,12 +164,8 @@ pub(crate) fn collect_into<'a>(
             if mask & (1 << val.wire_type()) == 0 {
                 return Err(wrong_wire_type(m, idx, tag, &val));
             }
-            entries.push((idx, val));
+            visit(idx, tag, val);
         }
-    }
-    // Stable, and cheap on the common case of fields already in order.
-    if !entries.is_sorted_by_key(|e| e.0) {
-        entries.sort_by_key(|e| e.0);
     }
     Ok(())
 }
@@ -376,11 +407,11 @@ pub(crate) fn is_empty_wrapped(
     if m.special != Special::WrapSlice {
         return Ok(false);
     }
-    let segs: Vec<&[u8]> = match v {
-        Some(WireVal::Bytes(b)) => vec![b],
-        _ => Vec::new(),
+    let [items] = match v {
+        Some(WireVal::Bytes(b)) => last_of(m, &[b], [1])?,
+        _ => return Ok(true),
     };
-    Ok(collect(m, &segs)?.is_empty())
+    Ok(items.is_none())
 }
 
 /// The number of elements of a repeated field (packed numbers counted inside).
