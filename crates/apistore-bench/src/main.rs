@@ -52,6 +52,7 @@ mod cpu;
 mod crud;
 mod driver;
 mod error;
+mod freeing;
 mod gobench;
 mod kine;
 mod kms;

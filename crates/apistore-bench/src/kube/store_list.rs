@@ -31,6 +31,7 @@ use serde_json::json;
 use crate::bench::Bench;
 use crate::driver::{self, OpFn, Plan, Sample};
 use crate::error::{BenchError, Result};
+use crate::freeing::Freeing;
 use crate::gobench::GoArm;
 use crate::kube::{PREFIX, PodStore, RESOURCE, SPREAD, namespace_of, node_of, pick};
 use crate::kube_pod::kube_pod_codec;
@@ -214,19 +215,37 @@ impl Bench {
                         let plan = Plan::For(self.settings.run);
                         if plain {
                             let (sample, objects, calls) = self
-                                .store_lists(&store, LIST_CALLERS, plan, shape.clone())
+                                .store_lists(
+                                    &store,
+                                    LIST_CALLERS,
+                                    plan,
+                                    shape.clone(),
+                                    Freeing::Inline,
+                                )
                                 .await?;
                             collector.push(Side::Apistore, rates(&sample, objects, calls));
                         }
                         if typed {
                             let (sample, objects, calls) = self
-                                .store_lists(&typed_store, LIST_CALLERS, plan, shape.clone())
+                                .store_lists(
+                                    &typed_store,
+                                    LIST_CALLERS,
+                                    plan,
+                                    shape.clone(),
+                                    Freeing::Inline,
+                                )
                                 .await?;
                             typed_collector.push(Side::Apistore, rates(&sample, objects, calls));
                         }
                         if lazy {
                             let (sample, objects, calls) = self
-                                .store_lists(&lazy_store, LIST_CALLERS, plan, shape.clone())
+                                .store_lists(
+                                    &lazy_store,
+                                    LIST_CALLERS,
+                                    plan,
+                                    shape.clone(),
+                                    Freeing::Inline,
+                                )
                                 .await?;
                             lazy_collector.push(Side::Apistore, rates(&sample, objects, calls));
                         }
@@ -303,14 +322,16 @@ impl Bench {
         Ok(())
     }
 
-    /// Runs whole lists of `shape` from `callers` tasks, each paged to its end; the
-    /// sample, the Pods all the lists returned and the `list` calls they made.
+    /// Runs whole lists of `shape` from `callers` tasks, each paged to its end and
+    /// each page disposed of by `freeing`; the sample, the Pods all the lists returned
+    /// and the `list` calls they made.
     pub(crate) async fn store_lists<S: Storage + 'static>(
         &self,
         store: &Arc<S>,
         callers: usize,
         plan: Plan,
         shape: ListShape,
+        freeing: Freeing,
     ) -> Result<(Sample, u64, u64)> {
         let objects = Arc::new(AtomicU64::new(0));
         let calls = Arc::new(AtomicU64::new(0));
@@ -336,12 +357,14 @@ impl Bench {
                         calls.fetch_add(1, Ordering::Relaxed);
                         objects.fetch_add(list.items.len() as u64, Ordering::Relaxed);
                         black_box(&list.items);
-                        if list.metadata.continue_token.is_empty() {
+                        let token = list.metadata.continue_token;
+                        freeing.dispose(list.items);
+                        if token.is_empty() {
                             return Ok(());
                         }
                         options = options
                             .at(String::new(), ResourceVersionMatch::Unset)
-                            .continue_from(list.metadata.continue_token);
+                            .continue_from(token);
                     }
                 }
             })
