@@ -498,7 +498,7 @@ impl Bench {
                                 // counts the call and its freeing.
                                 let aside = Freeing::Aside;
                                 let before = self.cpu.snapshot()?;
-                                let (sample, listed, _) = match repr {
+                                let (mut sample, listed, _) = match repr {
                                     Listed::Dynamic => {
                                         self.store_lists(store, 1, plan, shape, aside).await?
                                     }
@@ -511,10 +511,8 @@ impl Bench {
                                     }
                                 };
                                 tokio::task::spawn_blocking(freeing::drain).await?;
-                                let used = self.cpu.snapshot()?.since(&before);
-                                let cpu_per_list =
-                                    used.client.as_secs_f64() / sample.ops.max(1) as f64;
-                                (sample.latency(0.5), cpu_per_list, listed)
+                                sample.client_cpu = self.cpu.snapshot()?.since(&before).client;
+                                (sample.latency(0.5), sample.client_cpu_per_op(), listed)
                             }
                             Side::Kube => {
                                 let answer = Self::ask(go, &request)?;

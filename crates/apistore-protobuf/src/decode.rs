@@ -15,8 +15,7 @@ use crate::schema::{Message, Schema, Special, Ty};
 use crate::sink::{JsonText, Sink};
 use crate::special::{SpecialValue, interpret};
 use crate::walk::{
-    Entries, EntryLists, FieldWalk, Segs, Slot, collect_into, count, is_empty_wrapped, map_entries,
-    slot,
+    Entries, EntryLists, FieldWalk, Segs, Slot, collect_into, is_empty_wrapped, map_entries, slot,
 };
 use crate::wire::{WireVal, read_varint};
 
@@ -319,11 +318,7 @@ impl<'s: 'a, 'a, S: Sink> Decoder<'s, 'a, S> {
                 SpecialValue::Bool(b) => self.out.bool(b),
                 SpecialValue::Raw(b) => self.out.raw(b).map_err(|e| self.err(e))?,
                 SpecialValue::Present(ty, vals) => self.present(ty, &vals)?,
-                SpecialValue::Elements(inner, vals) => {
-                    // A length hint (a malformed packed run is reported as it is read).
-                    let len = count(inner, &vals).unwrap_or(0);
-                    self.elements(inner, &vals, len)?;
-                }
+                SpecialValue::Elements(inner, vals, len) => self.elements(inner, &vals, len)?,
             },
         }
         self.depth -= 1;

@@ -36,8 +36,9 @@ pub(crate) enum SpecialValue<'s, 'a> {
     /// A present value of this type from these occurrences (the schema of a
     /// JSONSchemaPropsOr*).
     Present(&'s Ty, Entries<'a>),
-    /// A non-empty list of `inner` from these occurrences.
-    Elements(&'s Ty, Entries<'a>),
+    /// A non-empty list of `inner` from these occurrences, and its length (a hint
+    /// for a named slice, whose malformed packed run is reported as it is read).
+    Elements(&'s Ty, Entries<'a>, usize),
 }
 
 /// The text of a [`SpecialValue::Quoted`], its quotes taken off in place.
@@ -121,7 +122,10 @@ pub(crate) fn interpret<'s, 'a>(
             };
             match &f.ty {
                 _ if e.is_empty() => SpecialValue::Null,
-                Ty::Slice(inner) => SpecialValue::Elements(inner, e),
+                Ty::Slice(inner) => {
+                    let len = count(inner, &e).unwrap_or(0);
+                    SpecialValue::Elements(inner, e, len)
+                }
                 _ => return Err("wrapped slice without items".into()),
             }
         }
@@ -202,8 +206,9 @@ fn schema_or<'s, 'a>(m: &'s Message, segs: &[&'a [u8]]) -> Result<SpecialValue<'
             let Ty::Slice(inner) = &m.fields[oi].ty else {
                 return Err(format!("{} lacks its list", m.name));
             };
-            if count(inner, &other)? > 0 {
-                SpecialValue::Elements(inner, other)
+            let len = count(inner, &other)?;
+            if len > 0 {
+                SpecialValue::Elements(inner, other, len)
             } else if !schema_vals.is_empty() {
                 SpecialValue::Present(schema_ty, schema_vals)
             } else {

@@ -173,7 +173,7 @@ impl<'p, 'de> ValueDe<'p, 'de> {
                 SpecialValue::Bool(b) => Val::Bool(b),
                 SpecialValue::Raw(b) => Val::Raw(b),
                 SpecialValue::Present(ty, vals) => present(ty, &vals).map_err(|e| self.err(e))?,
-                SpecialValue::Elements(inner, vals) => Val::Elements(inner, Cow::Owned(vals)),
+                SpecialValue::Elements(inner, vals, _) => Val::Elements(inner, Cow::Owned(vals)),
             };
             self.depth = depth;
             self.val = val;
