@@ -20,6 +20,10 @@ use bytes::Bytes;
 use crate::object::{DecodeErrors, ObjectLayers};
 use crate::read_ahead::PageReader;
 
+mod off_runtime;
+
+pub use off_runtime::OFF_RUNTIME_VALUES;
+
 /// The largest page asked for when selectors filter most objects out.
 pub const MAX_LIMIT: i64 = 10_000;
 
@@ -242,7 +246,7 @@ where
         Ok(())
     }
 
-    fn paging(&self) -> bool {
+    pub(crate) fn paging(&self) -> bool {
         self.predicate.limit > 0
     }
 
@@ -290,14 +294,31 @@ where
         E: DecodeErrors + Sync,
         I: ExactSizeIterator<Item = (K, Bytes, i64)>,
     {
-        let predicate = self.predicate;
-        let paging = self.paging();
         self.fetched += kvs.len();
-        if predicate.is_empty() {
+        if self.predicate.is_empty() {
             self.items.reserve(kvs.len());
         }
+        let page = PageReader::new(layers, self.predicate, kvs);
+        self.take_from(layers, page, more, count)
+    }
+
+    /// Takes the values of `page` into the list (see [`Self::take_page`]).
+    pub(crate) fn take_from<E, I>(
+        &mut self,
+        layers: &ObjectLayers<T, E>,
+        mut page: PageReader<'_, T, E, K, I>,
+        more: bool,
+        count: i64,
+    ) -> Result<bool>
+    where
+        T: Send,
+        K: Send,
+        E: DecodeErrors + Sync,
+        I: ExactSizeIterator<Item = (K, Bytes, i64)>,
+    {
+        let predicate = self.predicate;
+        let paging = self.paging();
         let mut has_more = more;
-        let mut page = PageReader::new(layers, predicate, kvs);
         while !page.is_empty() {
             if self.stopped() {
                 return Ok(true);

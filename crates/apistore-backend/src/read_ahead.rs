@@ -49,10 +49,10 @@ pub(crate) fn cores() -> usize {
 }
 
 /// What reading one stored value back gave: `None` when the stored selector dropped it.
-type ReadValue<T> = Result<Option<T>, UnreadValue>;
+pub(crate) type ReadValue<T> = Result<Option<T>, UnreadValue>;
 
 /// A value read back, with its key.
-type Read<K, T> = (K, ReadValue<T>);
+pub(crate) type Read<K, T> = (K, ReadValue<T>);
 
 /// The values of one page, read back on demand: one at a time on the caller's thread,
 /// or, while enough are left, a batch at once on several threads.
@@ -96,6 +96,18 @@ where
         }
     }
 
+    /// A reader of values already read back (by [`read_all`]), in key order.
+    pub(crate) fn already_read(
+        layers: &'l ObjectLayers<T, E>,
+        predicate: &'l SelectionPredicate,
+        read: Vec<Read<K, T>>,
+        stored: I,
+    ) -> Self {
+        let mut reader = Self::new(layers, predicate, stored);
+        reader.read = read.into_iter();
+        reader
+    }
+
     /// Whether every value has been handed out.
     pub(crate) fn is_empty(&self) -> bool {
         self.read.len() == 0 && self.unread.len() == 0 && self.stored.len() == 0
@@ -137,6 +149,37 @@ where
             .read_selected(&key.text(), value, rev, self.predicate);
         Some((key, read))
     }
+}
+
+/// Reads every value of `stored` back, on as many threads as its weight allows (as
+/// [`PageReader::next`] reads a batch), and returns the results in the order given.
+/// For a page the list takes whole, read before the list takes it (see
+/// [`crate::list::ListPages::take_page_off_runtime`]).
+pub(crate) fn read_all<T, E, K>(
+    layers: &ObjectLayers<T, E>,
+    predicate: &SelectionPredicate,
+    stored: Vec<(K, Bytes, i64)>,
+) -> Vec<Read<K, T>>
+where
+    T: apistore_storage::ApiObject + Default + Send + 'static,
+    E: DecodeErrors + Sync,
+    K: ListKey + Send,
+{
+    let work: usize = stored
+        .iter()
+        .map(|(_, value, _)| value.len().saturating_add(BYTES_PER_VALUE))
+        .fold(0, usize::saturating_add);
+    let threads = layers.read_threads().min(work / MIN_BYTES_PER_THREAD);
+    if threads > 1 {
+        return read_on_threads(layers, predicate, stored, threads, |_| true);
+    }
+    stored
+        .into_iter()
+        .map(|(key, value, rev)| {
+            let read = layers.read_selected(&key.text(), value, rev, predicate);
+            (key, read)
+        })
+        .collect()
 }
 
 /// Reads `stored` back on `threads` threads, one run each of consecutive values, and
@@ -364,6 +407,25 @@ mod tests {
             .collect()
     }
 
+    /// How a test list reads its values back, beyond its threads.
+    #[derive(Debug, Clone, Copy)]
+    struct How {
+        /// With a stored selector reading values as plain JSON.
+        stored_selector: bool,
+        /// Through [`ListPages::take_page_off_runtime`], from a multi-thread runtime's
+        /// `block_on`.
+        off_runtime: bool,
+    }
+
+    const IN_TURN: How = How {
+        stored_selector: false,
+        off_runtime: false,
+    };
+    const SELECTOR: How = How {
+        stored_selector: true,
+        off_runtime: false,
+    };
+
     /// One list over `values` as a backend runs it (each page read after the last key
     /// taken, `page_limit` keys long), summarised: each page's outcome, the list's end
     /// (items, continue token, remaining count, or the error), the counts and the decode
@@ -384,13 +446,13 @@ mod tests {
             limit,
             select_web,
             unsafe_deletion,
-            false,
+            IN_TURN,
         );
         (summary, threads)
     }
 
-    /// [`list`], with a stored selector reading values as plain JSON when
-    /// `stored_selector`; also returns how many values the list's codec decoded.
+    /// [`list`], reading values back as `how` says; also returns how many values the
+    /// list's codec decoded.
     fn list_with(
         values: &[Stored],
         padding: usize,
@@ -398,7 +460,7 @@ mod tests {
         limit: i64,
         select_web: bool,
         unsafe_deletion: bool,
-        stored_selector: bool,
+        how: How,
     ) -> (String, usize, usize) {
         let transformer = Arc::new(Noting::new(padding));
         let decode_errors = Counted::default();
@@ -411,7 +473,7 @@ mod tests {
         layers.set_read_threads(read_threads);
         layers
             .set_unsafe_malformed_object_deletion(unsafe_deletion.then(|| Arc::from("configmaps")));
-        if stored_selector {
+        if how.stored_selector {
             layers.set_stored_selector(Some(Arc::new(SelectByView::new(Arc::new(JsonCodec::<
                 DynamicObject,
             >::new(
@@ -427,6 +489,12 @@ mod tests {
             limit,
             ..SelectionPredicate::default()
         };
+        let runtime = how.off_runtime.then(|| {
+            tokio::runtime::Builder::new_multi_thread()
+                .worker_threads(2)
+                .build()
+                .unwrap()
+        });
         let mut pages: ListPages<'_, DynamicObject, String> = ListPages::new(&predicate);
         let mut summary = String::new();
         let mut start = 0;
@@ -440,7 +508,13 @@ mod tests {
             let page = stored[start..end].to_vec();
             let more = end < stored.len();
             let count = (stored.len() - start) as i64;
-            match pages.take_page(&layers, page.into_iter(), more, count) {
+            let taken = match &runtime {
+                Some(runtime) => {
+                    runtime.block_on(pages.take_page_off_runtime(&layers, page, more, count))
+                }
+                None => pages.take_page(&layers, page.into_iter(), more, count),
+            };
+            match taken {
                 Ok(true) => break,
                 Ok(false) => {
                     summary.push_str("page;");
@@ -595,10 +669,17 @@ mod tests {
                 limit,
                 true,
                 unsafe_deletion,
-                false,
+                IN_TURN,
             );
-            let (selected, _, selected_decodes) =
-                list_with(&values, PADDED, threads, limit, true, unsafe_deletion, true);
+            let (selected, _, selected_decodes) = list_with(
+                &values,
+                PADDED,
+                threads,
+                limit,
+                true,
+                unsafe_deletion,
+                SELECTOR,
+            );
             assert_eq!(selected, every);
             if limit == 0 {
                 assert_eq!(every_decodes, web + db + undecodable);
@@ -608,9 +689,9 @@ mod tests {
             }
         }
         // A list that selects everything decodes everything, selector or not.
-        let (every, _, every_decodes) = list_with(&values, 0, 1, 0, false, true, false);
+        let (every, _, every_decodes) = list_with(&values, 0, 1, 0, false, true, IN_TURN);
         assert_eq!(
-            list_with(&values, 0, 1, 0, false, true, true),
+            list_with(&values, 0, 1, 0, false, true, SELECTOR),
             (every, 1, every_decodes)
         );
     }
@@ -622,19 +703,83 @@ mod tests {
     #[test]
     fn a_dropped_value_is_never_decoded_so_its_body_fault_fails_no_list() {
         let values = [Stored::Web, Stored::DbFault, Stored::Web];
-        let (every, _, _) = list_with(&values, 0, 1, 0, true, false, false);
+        let (every, _, _) = list_with(&values, 0, 1, 0, true, false, IN_TURN);
         assert!(
             every.contains("failed: ") && every.contains("a body fault"),
             "{every}"
         );
-        let (selected, _, decodes) = list_with(&values, 0, 1, 0, true, false, true);
+        let (selected, _, decodes) = list_with(&values, 0, 1, 0, true, false, SELECTOR);
         assert!(
             selected.contains(r#"items ["cm-00000", "cm-00002"]"#) && !selected.contains("fault"),
             "{selected}"
         );
         assert_eq!(decodes, 2);
-        let (everything, _, _) = list_with(&values, 0, 1, 0, false, false, true);
+        let (everything, _, _) = list_with(&values, 0, 1, 0, false, false, SELECTOR);
         assert!(everything.contains("a body fault"), "{everything}");
+    }
+
+    /// Takes one page of `values` ConfigMaps labelled app=web through
+    /// [`ListPages::take_page_off_runtime`] on a worker of a multi-thread runtime, with
+    /// `limit`, selecting app=web when `select`: how many items the list took, and
+    /// whether the worker read any value back itself.
+    fn take_on_a_worker(values: usize, limit: i64, select: bool) -> (usize, bool) {
+        let transformer = Arc::new(Noting::new(0));
+        let stored = stored_values(&vec![Stored::Web; values], &transformer);
+        let layers: ObjectLayers<DynamicObject, Counted> = ObjectLayers::new(
+            Arc::new(Counting::default()) as Arc<dyn Codec<DynamicObject>>,
+            Arc::clone(&transformer) as Arc<dyn Transformer>,
+            Counted::default(),
+        );
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .build()
+            .unwrap();
+        let (taken, worker) = runtime.block_on(async move {
+            tokio::spawn(async move {
+                let predicate = SelectionPredicate {
+                    label: if select {
+                        LabelSelector::parse("app=web").unwrap()
+                    } else {
+                        LabelSelector::default()
+                    },
+                    limit,
+                    ..SelectionPredicate::default()
+                };
+                let mut pages: ListPages<'_, DynamicObject, String> = ListPages::new(&predicate);
+                // The thread polling the task when the page is handed over: a page read
+                // in place is read here, before the task is polled again.
+                let worker = thread::current().id();
+                let count = stored.len() as i64;
+                pages
+                    .take_page_off_runtime(&layers, stored, false, count)
+                    .await
+                    .unwrap();
+                (pages.take_items().len(), worker)
+            })
+            .await
+            .unwrap()
+        });
+        let readers = transformer.threads.lock().unwrap().clone();
+        assert!(!readers.is_empty(), "some thread read the values back");
+        (taken, readers.contains(&worker))
+    }
+
+    /// A page of 64 values or more that the list takes whole is read back off the
+    /// worker; a smaller one, and one a limit may stop part way while selectors
+    /// filter, are read in place; every one lists the same items.
+    #[test]
+    fn a_large_page_taken_off_the_runtime_is_read_on_another_thread() {
+        use crate::list::OFF_RUNTIME_VALUES;
+        let large = OFF_RUNTIME_VALUES;
+        assert_eq!(take_on_a_worker(large, 0, false), (large, false));
+        assert_eq!(take_on_a_worker(large * 4, 0, true), (large * 4, false));
+        // A limit without selectors: etcd's page is the list's page, taken whole.
+        assert_eq!(
+            take_on_a_worker(large * 2, large as i64, false),
+            (large, false)
+        );
+        assert_eq!(take_on_a_worker(large - 1, 0, false), (large - 1, true));
+        assert_eq!(take_on_a_worker(large * 2, 40, true), (40, true));
     }
 
     fn stored_value(corrupt_per_mille: u32) -> impl Strategy<Value = Stored> {
@@ -668,8 +813,17 @@ mod tests {
             prop_assert_eq!(&parallel, &alone);
             // With a stored selector, on several threads: the same list again.
             let (selected, _, _) =
-                list_with(&values, padding, threads, limit, select_web, unsafe_deletion, true);
-            prop_assert_eq!(selected, alone);
+                list_with(&values, padding, threads, limit, select_web, unsafe_deletion, SELECTOR);
+            prop_assert_eq!(&selected, &alone);
+            // Taken off the runtime's worker, as the etcd3 store takes its pages.
+            let off_runtime = How { stored_selector: false, off_runtime: true };
+            let (taken_off, _, _) =
+                list_with(&values, padding, threads, limit, select_web, unsafe_deletion, off_runtime);
+            prop_assert_eq!(&taken_off, &alone);
+            let off_runtime = How { stored_selector: true, off_runtime: true };
+            let (taken_off, _, _) =
+                list_with(&values, padding, threads, limit, select_web, unsafe_deletion, off_runtime);
+            prop_assert_eq!(taken_off, alone);
         }
     }
 }

@@ -6,12 +6,16 @@
 //! watcher's initial sync and key scans; from kube 1.37 an unlimited recursive list
 //! streams instead where etcd can (3.7+), and falls back to the pages where it cannot.
 
-use apistore_backend::list::{ListPages, list_start};
+use apistore_backend::list::{ListPages, OFF_RUNTIME_VALUES, list_start};
 use apistore_storage::{
     ApiObject, KubeVersion, ListMeta, ListOptions, ObjectList, Result, StorageError,
 };
 use bytes::Bytes;
+use etcd_client::KeyValue;
+use tokio::runtime::{Handle, RuntimeFlavor};
+use tokio::task::JoinHandle;
 use tokio::time::Instant;
+use tracing::Instrument;
 
 use crate::instrument::{Instrumentation, Operation};
 use crate::key::{as_directory, prefix_range_end};
@@ -21,7 +25,7 @@ pub(crate) mod pager;
 pub(crate) mod stream;
 
 use pager::{OnCompacted, Pager};
-use stream::Streamed;
+use stream::{Streamed, StreamedRange};
 
 /// Keys per page when a list without a limit is consumed in chunks from an etcd that
 /// does not stream (about a MiB of 1 KiB objects, near the size of etcd 3.7's
@@ -58,12 +62,44 @@ impl<T> Etcd3Store<T>
 where
     T: ApiObject + Clone + Default + Send + Sync + 'static,
 {
+    /// A list of `key` with `options`, as [`Storage::list`](apistore_storage::Storage::list)
+    /// returns it.
+    ///
+    /// On a multi-thread runtime the list runs on a task of its own, so that its large
+    /// pages can be read back under `block_in_place` (see [`PageReads`]); the caller's
+    /// task waits for it, in the caller's tracing span, and dropping the wait stops the
+    /// list.
     pub(crate) async fn list_objects(
         &self,
         key: &str,
         options: &ListOptions,
     ) -> Result<ObjectList<T>> {
-        self.read_list(key, options, None).await
+        let multi_thread = Handle::try_current()
+            .is_ok_and(|handle| handle.runtime_flavor() == RuntimeFlavor::MultiThread);
+        if !multi_thread {
+            return self
+                .read_list(key, options, None, PageReads::OffRuntime)
+                .await;
+        }
+        let (store, owned_key, owned_options) = (self.clone(), key.to_owned(), options.clone());
+        let list = async move {
+            store
+                .read_list(&owned_key, &owned_options, None, PageReads::OwnTask)
+                .await
+        };
+        let mut task = AbortOnDrop(tokio::spawn(list.instrument(tracing::Span::current())));
+        match (&mut task.0).await {
+            Ok(list) => list,
+            // A panic of the codec is the caller's, as on its own task.
+            Err(err) => match err.try_into_panic() {
+                Ok(panic) => std::panic::resume_unwind(panic),
+                Err(err) => Err(StorageError::Internal {
+                    key: key.to_owned(),
+                    message: format!("the list's task did not finish: {err}"),
+                    source: None,
+                }),
+            },
+        }
     }
 
     /// The list [`Storage::list`](apistore_storage::Storage::list) would return, its
@@ -90,7 +126,9 @@ where
     where
         F: FnMut(Vec<T>) + Send,
     {
-        let list = self.read_list(key, options, Some(&mut each)).await?;
+        let list = self
+            .read_list(key, options, Some(&mut each), PageReads::OffRuntime)
+            .await?;
         Ok(list.metadata)
     }
 
@@ -103,6 +141,7 @@ where
         key: &str,
         options: &ListOptions,
         mut sink: Option<ChunkSink<'_, T>>,
+        reads: PageReads,
     ) -> Result<ObjectList<T>> {
         let mut key_prefix = self.prepare_key(key)?;
         let _span = self.instrumentation.list_span(key, options);
@@ -131,12 +170,15 @@ where
         if let (Some(end), true) = (&range_end, self.lists_with_stream(options)) {
             let streamed = self
                 .stream_list(
-                    &key_prefix,
-                    end.clone(),
-                    start.rev,
-                    &options.resource_version,
+                    StreamedRange {
+                        key_prefix: &key_prefix,
+                        range_end: end.clone(),
+                        revision: start.rev,
+                        resource_version: &options.resource_version,
+                    },
                     &mut list.pages,
                     &mut sink,
+                    reads,
                 )
                 .await;
             list.streamed = !matches!(streamed, Ok(Streamed::Unsupported));
@@ -179,15 +221,9 @@ where
                 &options.resource_version,
                 page.header_revision,
             )?;
-            self.saw_values(&page.kvs);
-            let kvs = page.kvs.into_iter().map(|kv| {
-                let mod_revision = kv.mod_revision();
-                let (item_key, value) = kv.into_key_value();
-                (item_key, Bytes::from(value), mod_revision)
-            });
-            let complete = list
-                .pages
-                .take_page(&self.layers, kvs, page.more, page.count)?;
+            let complete = self
+                .take_page(&mut list.pages, page.kvs, page.more, page.count, reads)
+                .await?;
             if let Some(sink) = sink.as_mut() {
                 sink(list.pages.take_items());
             }
@@ -228,5 +264,66 @@ where
         pager.set_limit(1);
         let page = pager.next_page(self).await?;
         Ok(page.header_revision.max(0).unsigned_abs())
+    }
+}
+
+/// Where a list reads its large pages back (see `apistore_backend::list`'s
+/// `off_runtime`): a page read on a runtime worker holds every task queued there,
+/// among them the connection bringing the next page.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum PageReads {
+    /// The list runs on a task of its own on a multi-thread runtime: a large page is
+    /// read where the list runs, under `block_in_place`, which hands the worker's
+    /// other tasks to another thread meanwhile. Never in a `LocalSet` or on a
+    /// current-thread runtime, where `block_in_place` panics: a task of its own is in
+    /// neither.
+    OwnTask,
+    /// The list runs on the caller's task: a large page is read on tokio's blocking
+    /// threads while the task waits.
+    OffRuntime,
+}
+
+/// Waits for a spawned task, and aborts it when dropped before it finished: a list
+/// the caller stopped waiting for stops.
+struct AbortOnDrop<R>(JoinHandle<R>);
+
+impl<R> Drop for AbortOnDrop<R> {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
+
+impl<T> Etcd3Store<T>
+where
+    T: ApiObject + Clone + Default + Send + Sync + 'static,
+{
+    /// Takes one page or chunk of etcd's key-values into `pages`, reading its values
+    /// back as `reads` says; returns whether the list is complete
+    /// ([`ListPages::take_page`]).
+    pub(crate) async fn take_page(
+        &self,
+        pages: &mut ListPages<'_, T, Vec<u8>>,
+        kvs: Vec<KeyValue>,
+        more: bool,
+        count: i64,
+        reads: PageReads,
+    ) -> Result<bool> {
+        self.saw_values(&kvs);
+        let kvs = kvs.into_iter().map(|kv| {
+            let mod_revision = kv.mod_revision();
+            let (item_key, value) = kv.into_key_value();
+            (item_key, Bytes::from(value), mod_revision)
+        });
+        match reads {
+            PageReads::OwnTask if kvs.len() >= OFF_RUNTIME_VALUES => {
+                tokio::task::block_in_place(|| pages.take_page(&self.layers, kvs, more, count))
+            }
+            PageReads::OwnTask => pages.take_page(&self.layers, kvs, more, count),
+            PageReads::OffRuntime => {
+                pages
+                    .take_page_off_runtime(&self.layers, kvs.collect(), more, count)
+                    .await
+            }
+        }
     }
 }

@@ -466,3 +466,69 @@ async fn a_watchs_initial_state_streams_at_kube_1_37_on_etcd_3_7() {
         }
     }
 }
+
+/// The names a list of `/pods/{namespace}` returns, and the names `list_chunks` hands
+/// out, on the runtime the caller runs on.
+async fn listed_both_ways(store: &Etcd3Store<Pod>, namespace: &str) -> (Vec<String>, Vec<String>) {
+    let key = format!("/pods/{namespace}");
+    let listed = store.list(&key, &recursive()).await.unwrap();
+    let mut chunked = Vec::new();
+    store
+        .list_chunks(&key, &recursive(), |chunk| {
+            chunked.extend(chunk.into_iter().map(|pod| pod.metadata.name))
+        })
+        .await
+        .unwrap();
+    (names(&listed), chunked)
+}
+
+/// Lists whose pages and chunks are large enough to be read back off the caller's
+/// worker (64 values or more) answer alike wherever the caller runs: on a worker of a
+/// multi-thread runtime and in its `block_on`, inside a `LocalSet` on it (where tokio's
+/// `block_in_place` panics), and on a current-thread runtime (where it panics too);
+/// streamed at kube 1.37 on etcd 3.7, paged at kube 1.31.
+#[test]
+fn large_lists_answer_alike_on_every_runtime_and_inside_a_local_set() {
+    let multi = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    let backend = multi.block_on(Etcd3Backend::new("range_stream_runtimes"));
+    let kube_1_37 = backend.store.clone().with_kube_version(KubeVersion::V1_37);
+    multi.block_on(create_pods(&kube_1_37, "rt", 0..200));
+    let expected: Vec<String> = (0..200).map(|i| format!("pod-{i:03}")).collect();
+    let expected = (expected.clone(), expected);
+    for store in [backend.store.clone(), kube_1_37] {
+        assert_eq!(multi.block_on(listed_both_ways(&store, "rt")), expected);
+        let on_worker = store.clone();
+        let listed = multi
+            .block_on(multi.spawn(async move { listed_both_ways(&on_worker, "rt").await }))
+            .unwrap();
+        assert_eq!(listed, expected);
+        let local = tokio::task::LocalSet::new();
+        let in_local_set = store.clone();
+        let listed = local.block_on(&multi, async move {
+            tokio::task::spawn_local(async move { listed_both_ways(&in_local_set, "rt").await })
+                .await
+                .unwrap()
+        });
+        assert_eq!(listed, expected);
+    }
+    drop(backend);
+
+    let current = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    // A client of its own: a client's connection lives on the runtime it was made on.
+    let backend = current.block_on(Etcd3Backend::new("range_stream_runtimes"));
+    let kube_1_37 = backend.store.clone().with_kube_version(KubeVersion::V1_37);
+    current.block_on(create_pods(&kube_1_37, "rt", 0..200));
+    for store in [backend.store, kube_1_37] {
+        assert_eq!(current.block_on(listed_both_ways(&store, "rt")), expected);
+        let local = tokio::task::LocalSet::new();
+        let listed = local.block_on(&current, listed_both_ways(&store, "rt"));
+        assert_eq!(listed, expected);
+    }
+}

@@ -27,11 +27,10 @@ use std::time::{Duration, Instant};
 
 use apistore_backend::list::ListPages;
 use apistore_storage::{ApiObject, Result};
-use bytes::Bytes;
 use etcd_client::{GetOptions as EtcdGetOptions, GetResponse, GetStreamResponse, KvClient};
 
-use super::ChunkSink;
 use super::pager::read_error;
+use super::{ChunkSink, PageReads};
 use crate::error::{Failure, classify, internal, is_compacted, is_future_revision, timed_out};
 use crate::instrument::Operation;
 use crate::kv::{Answered, Kv};
@@ -83,6 +82,16 @@ pub(super) enum Streamed {
     },
     /// etcd does not implement `RangeStream`: nothing was taken, read with `Range`.
     Unsupported,
+}
+
+/// The range a list streams: `[key_prefix, range_end)` at `revision` (0: the latest),
+/// and the caller's minimum `resource_version` for a list at the latest revision.
+#[derive(Debug)]
+pub(super) struct StreamedRange<'a> {
+    pub(super) key_prefix: &'a str,
+    pub(super) range_end: Vec<u8>,
+    pub(super) revision: i64,
+    pub(super) resource_version: &'a str,
 }
 
 /// Records the stream in `etcd_request_*` as `listStream` once it is over, however it
@@ -210,19 +219,22 @@ where
         }
     }
 
-    /// Reads the range `[key_prefix, range_end)` at `revision` (0: the latest) with one
-    /// `RangeStream`, handing each chunk to `pages` as it arrives, and its items on to
-    /// `sink` when there is one. `resource_version` is the caller's minimum for a list
-    /// at the latest revision.
+    /// Reads `range` with one `RangeStream`, handing each chunk to `pages` as it
+    /// arrives (its values read back as `reads` says), and its items on to `sink` when
+    /// there is one.
     pub(super) async fn stream_list(
         &self,
-        key_prefix: &str,
-        range_end: Vec<u8>,
-        revision: i64,
-        resource_version: &str,
+        range: StreamedRange<'_>,
         pages: &mut ListPages<'_, T, Vec<u8>>,
         sink: &mut Option<ChunkSink<'_, T>>,
+        reads: PageReads,
     ) -> Result<Streamed> {
+        let StreamedRange {
+            key_prefix,
+            range_end,
+            revision,
+            resource_version,
+        } = range;
         let Some(mut chunks) = self.open_chunks(key_prefix, range_end, revision).await? else {
             return Ok(Streamed::Unsupported);
         };
@@ -240,7 +252,12 @@ where
                 }
                 header_revision = Some(header.revision());
             }
-            self.take_chunk(&mut chunk, pages)?;
+            // `more` and `count` are the last chunk's (zero before it): with no limit,
+            // nothing remains after the range, so the list ends without a continue
+            // token.
+            let (more, count) = (chunk.more(), chunk.count());
+            self.take_page(pages, chunk.take_kvs(), more, count, reads)
+                .await?;
             drop(chunk);
             if let Some(sink) = sink.as_mut() {
                 sink(pages.take_items());
@@ -260,26 +277,6 @@ where
         };
         chunks.finished();
         Ok(Streamed::Read { revision })
-    }
-
-    /// Decodes one chunk's key-values into `pages`, taking them out of the chunk so
-    /// that each raw value goes as soon as its object is decoded.
-    fn take_chunk(
-        &self,
-        chunk: &mut GetResponse,
-        pages: &mut ListPages<'_, T, Vec<u8>>,
-    ) -> Result<()> {
-        let kvs = chunk.take_kvs();
-        self.saw_values(&kvs);
-        let kvs = kvs.into_iter().map(|kv| {
-            let mod_revision = kv.mod_revision();
-            let (item_key, value) = kv.into_key_value();
-            (item_key, Bytes::from(value), mod_revision)
-        });
-        // `more` and `count` are the last chunk's (zero before it): with no limit,
-        // nothing remains after the range, so the list ends without a continue token.
-        pages.take_page(&self.layers, kvs, chunk.more(), chunk.count())?;
-        Ok(())
     }
 
     /// The stream's next chunk, `None` once it ended; waiting for it takes at most the
