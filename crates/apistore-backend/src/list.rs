@@ -294,15 +294,12 @@ where
         E: DecodeErrors + Sync,
         I: ExactSizeIterator<Item = (K, Bytes, i64)>,
     {
-        self.fetched += kvs.len();
-        if self.predicate.is_empty() {
-            self.items.reserve(kvs.len());
-        }
         let page = PageReader::new(layers, self.predicate, kvs);
         self.take_from(layers, page, more, count)
     }
 
-    /// Takes the values of `page` into the list (see [`Self::take_page`]).
+    /// Takes the values of `page`, none of them handed out yet, into the list (see
+    /// [`Self::take_page`]).
     pub(crate) fn take_from<E, I>(
         &mut self,
         layers: &ObjectLayers<T, E>,
@@ -318,6 +315,10 @@ where
     {
         let predicate = self.predicate;
         let paging = self.paging();
+        self.fetched += page.len();
+        if predicate.is_empty() {
+            self.items.reserve(page.len());
+        }
         let mut has_more = more;
         while !page.is_empty() {
             if self.stopped() {

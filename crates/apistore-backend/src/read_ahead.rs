@@ -108,9 +108,14 @@ where
         reader
     }
 
+    /// How many values are left to hand out.
+    pub(crate) fn len(&self) -> usize {
+        self.read.len() + self.unread.len() + self.stored.len()
+    }
+
     /// Whether every value has been handed out.
     pub(crate) fn is_empty(&self) -> bool {
-        self.read.len() == 0 && self.unread.len() == 0 && self.stored.len() == 0
+        self.len() == 0
     }
 
     /// The next value read back. `wanted` is how many more values the list expects to

@@ -53,7 +53,6 @@ where
         if kvs.len() < OFF_RUNTIME_VALUES || !whole || Handle::try_current().is_err() {
             return self.take_page(layers, kvs.into_iter(), more, count);
         }
-        let values = kvs.len();
         let first_key = kvs
             .first()
             .map(|(key, _, _)| key.text().into_owned())
@@ -72,10 +71,6 @@ where
                 source: None,
             },
         })?;
-        self.fetched += values;
-        if self.predicate.is_empty() {
-            self.items.reserve(values);
-        }
         let page = PageReader::already_read(layers, self.predicate, read, std::iter::empty());
         self.take_from(layers, page, more, count)
     }
