@@ -6,6 +6,8 @@
 //! watcher's initial sync and key scans; from kube 1.37 an unlimited recursive list
 //! streams instead where etcd can (3.7+), and falls back to the pages where it cannot.
 
+use std::sync::atomic::{AtomicUsize, Ordering};
+
 use apistore_backend::list::{ListPages, OFF_RUNTIME_VALUES, list_start};
 use apistore_storage::{
     ApiObject, KubeVersion, ListMeta, ListOptions, ObjectList, Result, StorageError,
@@ -143,6 +145,7 @@ where
         mut sink: Option<ChunkSink<'_, T>>,
         reads: PageReads,
     ) -> Result<ObjectList<T>> {
+        let _reading = ListsReading::enter();
         let mut key_prefix = self.prepare_key(key)?;
         let _span = self.instrumentation.list_span(key, options);
         if options.recursive {
@@ -268,8 +271,9 @@ where
 }
 
 /// Where a list reads its large pages back (see `apistore_backend::list`'s
-/// `off_runtime`): a page read on a runtime worker holds every task queued there,
-/// among them the connection bringing the next page.
+/// `off_runtime`) when the process's lists are crowded ([`ListsReading::crowded`]): a
+/// page read on a runtime worker then holds every task queued there, among them the
+/// connection bringing the next page. Otherwise every page is read in place.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum PageReads {
     /// The list runs on a task of its own on a multi-thread runtime: a large page is
@@ -281,6 +285,38 @@ pub(crate) enum PageReads {
     /// The list runs on the caller's task: a large page is read on tokio's blocking
     /// threads while the task waits.
     OffRuntime,
+}
+
+/// How many lists in this process are reading etcd's answers right now: the measure of
+/// whether a large page read on a runtime worker would hold up other work.
+static LISTS_READING: AtomicUsize = AtomicUsize::new(0);
+
+/// One list counted in [`LISTS_READING`] while it lives, on every exit.
+struct ListsReading;
+
+impl ListsReading {
+    fn enter() -> Self {
+        LISTS_READING.fetch_add(1, Ordering::Relaxed);
+        Self
+    }
+
+    /// Whether a large page is better read off the list's worker (as [`PageReads`]
+    /// says): when there are at least as many lists as the runtime has workers, every
+    /// worker may be busy reading a page, and the tasks queued behind one (the
+    /// connection bringing the next chunk among them) wait for it. With fewer, a free
+    /// worker takes them, and handing a page or the worker's queue off is pure cost: a
+    /// whole list of 10,000 typed Pods with one caller took about a tenth longer with
+    /// it. A current-thread runtime has one worker, so its lists are always crowded.
+    fn crowded() -> bool {
+        let workers = Handle::try_current().map_or(1, |handle| handle.metrics().num_workers());
+        LISTS_READING.load(Ordering::Relaxed) >= workers
+    }
+}
+
+impl Drop for ListsReading {
+    fn drop(&mut self) {
+        LISTS_READING.fetch_sub(1, Ordering::Relaxed);
+    }
 }
 
 /// Waits for a spawned task, and aborts it when dropped before it finished: a list
@@ -314,11 +350,12 @@ where
             let (item_key, value) = kv.into_key_value();
             (item_key, Bytes::from(value), mod_revision)
         });
+        let off_worker = kvs.len() >= OFF_RUNTIME_VALUES && ListsReading::crowded();
         match reads {
-            PageReads::OwnTask if kvs.len() >= OFF_RUNTIME_VALUES => {
+            _ if !off_worker => pages.take_page(&self.layers, kvs, more, count),
+            PageReads::OwnTask => {
                 tokio::task::block_in_place(|| pages.take_page(&self.layers, kvs, more, count))
             }
-            PageReads::OwnTask => pages.take_page(&self.layers, kvs, more, count),
             PageReads::OffRuntime => {
                 pages
                     .take_page_off_runtime(&self.layers, kvs.collect(), more, count)

@@ -379,10 +379,24 @@ async fn list_chunks_hands_out_the_list_chunk_by_chunk() {
         }
     }
 
-    // At the latest revision too: the chunks' revision is the list's.
+    // At the latest revision too: the list's revision is one the chunks were read at.
+    // Other tests write to the same etcd meanwhile, so it may be later than `revision`.
     let (chunks, metadata) = chunked(kube_1_37.clone(), recursive()).await;
-    assert_eq!(chunks.concat().len(), PODS);
-    assert_eq!(metadata.resource_version, revision);
+    assert_eq!(chunks.concat(), whole.items);
+    let listed_at: u64 = metadata.resource_version.parse().unwrap();
+    assert!(
+        listed_at >= revision.parse::<u64>().unwrap(),
+        "{listed_at} before {revision}"
+    );
+    let exact_at = kube_1_37
+        .list("/pods/chunks", &exact(&metadata.resource_version))
+        .await
+        .unwrap();
+    assert_eq!(exact_at.items, whole.items);
+    assert_eq!(
+        exact_at.metadata.resource_version,
+        metadata.resource_version
+    );
 
     // A limited list is its pages; its continue token is the list's.
     let limited = ListOptions {
@@ -468,10 +482,20 @@ async fn a_watchs_initial_state_streams_at_kube_1_37_on_etcd_3_7() {
 }
 
 /// The names a list of `/pods/{namespace}` returns, and the names `list_chunks` hands
-/// out, on the runtime the caller runs on.
+/// out, on the runtime the caller runs on. Three lists run at once, more than the
+/// test's two workers, so that on a multi-thread runtime their large pages are read
+/// under `block_in_place` (a list alone reads them in place).
 async fn listed_both_ways(store: &Etcd3Store<Pod>, namespace: &str) -> (Vec<String>, Vec<String>) {
     let key = format!("/pods/{namespace}");
-    let listed = store.list(&key, &recursive()).await.unwrap();
+    let options = recursive();
+    let (listed, second, third) = tokio::join!(
+        store.list(&key, &options),
+        store.list(&key, &options),
+        store.list(&key, &options)
+    );
+    let listed = listed.unwrap();
+    assert_eq!(names(&second.unwrap()), names(&listed));
+    assert_eq!(names(&third.unwrap()), names(&listed));
     let mut chunked = Vec::new();
     store
         .list_chunks(&key, &recursive(), |chunk| {
