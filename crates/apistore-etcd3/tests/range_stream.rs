@@ -483,8 +483,8 @@ async fn a_watchs_initial_state_streams_at_kube_1_37_on_etcd_3_7() {
 
 /// The names a list of `/pods/{namespace}` returns, and the names `list_chunks` hands
 /// out, on the runtime the caller runs on. Three lists run at once, more than the
-/// test's two workers, so that on a multi-thread runtime their large pages are read
-/// under `block_in_place` (a list alone reads them in place).
+/// test's two workers, so that on a multi-thread runtime their large pages go under
+/// `block_in_place` while the lists overlap (a list alone reads them in place).
 async fn listed_both_ways(store: &Etcd3Store<Pod>, namespace: &str) -> (Vec<String>, Vec<String>) {
     let key = format!("/pods/{namespace}");
     let options = recursive();
