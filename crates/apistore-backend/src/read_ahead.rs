@@ -156,9 +156,9 @@ where
     }
 }
 
-/// Reads every value of `stored` back, on as many threads as its weight allows (as
-/// [`PageReader::next`] reads a batch), and returns the results in the order given.
-/// For a page the list takes whole, read before the list takes it (see
+/// Reads every value of `stored` back as a [`PageReader`] reads a page the list takes
+/// whole (on as many threads as its weight allows), and returns the results in the
+/// order given: for a page read before the list takes it (see
 /// [`crate::list::ListPages::take_page_off_runtime`]).
 pub(crate) fn read_all<T, E, K>(
     layers: &ObjectLayers<T, E>,
@@ -170,21 +170,8 @@ where
     E: DecodeErrors + Sync,
     K: ListKey + Send,
 {
-    let work: usize = stored
-        .iter()
-        .map(|(_, value, _)| value.len().saturating_add(BYTES_PER_VALUE))
-        .fold(0, usize::saturating_add);
-    let threads = layers.read_threads().min(work / MIN_BYTES_PER_THREAD);
-    if threads > 1 {
-        return read_on_threads(layers, predicate, stored, threads, |_| true);
-    }
-    stored
-        .into_iter()
-        .map(|(key, value, rev)| {
-            let read = layers.read_selected(&key.text(), value, rev, predicate);
-            (key, read)
-        })
-        .collect()
+    let mut page = PageReader::new(layers, predicate, stored.into_iter());
+    std::iter::from_fn(|| page.next(usize::MAX)).collect()
 }
 
 /// Reads `stored` back on `threads` threads, one run each of consecutive values, and
@@ -494,12 +481,7 @@ mod tests {
             limit,
             ..SelectionPredicate::default()
         };
-        let runtime = how.off_runtime.then(|| {
-            tokio::runtime::Builder::new_multi_thread()
-                .worker_threads(2)
-                .build()
-                .unwrap()
-        });
+        let runtime = how.off_runtime.then(two_worker_runtime);
         let mut pages: ListPages<'_, DynamicObject, String> = ListPages::new(&predicate);
         let mut summary = String::new();
         let mut start = 0;
@@ -723,6 +705,14 @@ mod tests {
         assert!(everything.contains("a body fault"), "{everything}");
     }
 
+    /// A multi-thread runtime of two workers, as this machine's tests run on.
+    fn two_worker_runtime() -> tokio::runtime::Runtime {
+        tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .build()
+            .unwrap()
+    }
+
     /// Takes one page of `values` ConfigMaps labelled app=web through
     /// [`ListPages::take_page_off_runtime`] on a worker of a multi-thread runtime, with
     /// `limit`, selecting app=web when `select`: how many items the list took, and
@@ -735,11 +725,7 @@ mod tests {
             Arc::clone(&transformer) as Arc<dyn Transformer>,
             Counted::default(),
         );
-        let runtime = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(2)
-            .build()
-            .unwrap();
-        let (taken, worker) = runtime.block_on(async move {
+        let (taken, worker) = two_worker_runtime().block_on(async move {
             tokio::spawn(async move {
                 let predicate = SelectionPredicate {
                     label: if select {
