@@ -4,18 +4,20 @@
 //! kube-apiserver decodes a list's items one after another on the request's goroutine,
 //! while its collector works on the other cores. Reading a Pod back costs tens of
 //! microseconds, so a list of thousands spends most of its time there. A large page (half
-//! a MiB of stored values a thread, see [`MIN_BYTES_PER_THREAD`]) is therefore split
-//! into one run of values per thread, each run read on a scoped thread (the caller's
-//! thread takes the first), and the results are taken in key order as a sequential
-//! read's would be: which items the list selects, where it stops and which error it
-//! names do not change. A failure is reported (to
-//! [`DecodeErrors`](crate::object::DecodeErrors)) only when the list reaches it, so a
-//! value read ahead that the list never takes (it stopped at its limit, or at its
-//! hundredth corrupt object) counts nowhere, as it would not have been read. With a
-//! stored selector ([`ObjectLayers::set_stored_selector`]) each thread also judges the
-//! selectors on the plain bytes and decodes only the values they keep.
+//! a MiB of stored values a thread, see [`MIN_BYTES_PER_THREAD`]) is therefore read on
+//! scoped threads, the caller's among them, which claim short runs of consecutive
+//! values in turn (so a thread kept off its core holds up no more than its run), and
+//! the results are taken in key order as a sequential read's would be: which items
+//! the list selects, where it stops and which error it names do not change. A failure
+//! is reported (to [`DecodeErrors`](crate::object::DecodeErrors)) only when the list
+//! reaches it, so a value read ahead that the list never takes (it stopped at its
+//! limit, or at its hundredth corrupt object) counts nowhere, as it would not have
+//! been read. With a stored selector ([`ObjectLayers::set_stored_selector`]) each
+//! thread also judges the selectors on the plain bytes and decodes only the values
+//! they keep.
 
-use std::sync::OnceLock;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Mutex, OnceLock, PoisonError};
 use std::thread;
 
 use apistore_storage::SelectionPredicate;
@@ -174,10 +176,17 @@ where
     std::iter::from_fn(|| page.next(usize::MAX)).collect()
 }
 
-/// Reads `stored` back on `threads` threads, one run each of consecutive values, and
-/// returns the results in the order given. A thread the system refuses to start leaves
-/// its run to the caller's thread; so does one `may_start` refuses (given the run's
-/// index from 1: the tests' stand-in for a system out of threads).
+/// How many runs each reading thread's share of a batch is cut into: threads claim
+/// runs one at a time, so one that etcd, the caller's other work or another process
+/// keeps off its core leaves its unclaimed runs to the others instead of holding the
+/// whole batch up at the join.
+const RUNS_PER_THREAD: usize = 8;
+
+/// Reads `stored` back on `threads` threads (the caller's among them), which claim runs
+/// of consecutive values in turn until none is left, and returns the results in the
+/// order given. A thread the system refuses to start leaves its share to the threads
+/// that did; so does one `may_start` refuses (given the thread's index from 1: the
+/// tests' stand-in for a system out of threads).
 fn read_on_threads<T, E, K>(
     layers: &ObjectLayers<T, E>,
     predicate: &SelectionPredicate,
@@ -190,49 +199,58 @@ where
     E: DecodeErrors + Sync,
     K: ListKey + Send,
 {
-    let per_thread = stored.len().div_ceil(threads.max(1)).max(1);
-    // Each value is taken out of its slot as it is read; the keys stay for the results.
-    let read_run = |run: &mut [(K, Bytes, i64)]| -> Vec<ReadValue<T>> {
-        run.iter_mut()
-            .map(|(key, value, rev)| {
-                layers.read_selected(&key.text(), std::mem::take(value), *rev, predicate)
-            })
-            .collect()
+    let threads = threads.max(1);
+    let per_run = stored
+        .len()
+        .div_ceil(threads.saturating_mul(RUNS_PER_THREAD))
+        .max(1);
+    // Each run is claimed once, by the index `next` hands out; its lock is never
+    // contended. Each value is taken out of its slot as it is read (its bytes freed as
+    // soon as it is decoded); the keys stay for the results.
+    let runs: Vec<Mutex<_>> = stored.chunks_mut(per_run).map(Mutex::new).collect();
+    let next = AtomicUsize::new(0);
+    let read_runs = || -> Vec<(usize, Vec<ReadValue<T>>)> {
+        let mut read = Vec::new();
+        loop {
+            let index = next.fetch_add(1, Ordering::Relaxed);
+            let Some(run) = runs.get(index) else {
+                return read;
+            };
+            let mut run = run.lock().unwrap_or_else(PoisonError::into_inner);
+            let values = run
+                .iter_mut()
+                .map(|(key, value, rev)| {
+                    layers.read_selected(&key.text(), std::mem::take(value), *rev, predicate)
+                })
+                .collect();
+            read.push((index, values));
+        }
     };
-    let mut parts: Vec<Option<Vec<ReadValue<T>>>> = thread::scope(|scope| {
-        let mut runs = stored.chunks_mut(per_thread);
-        let first = runs.next();
-        // The other runs' threads start before this thread reads the first run.
-        let started: Vec<_> = runs
-            .enumerate()
-            .map(|(index, run)| {
-                if !may_start(index + 1) {
-                    return None;
-                }
-                let read_run = &read_run;
+    let mut parts: Vec<Option<Vec<ReadValue<T>>>> =
+        std::iter::repeat_with(|| None).take(runs.len()).collect();
+    thread::scope(|scope| {
+        // The other threads start before this thread claims its first run.
+        let started: Vec<_> = (1..threads)
+            .filter(|&index| may_start(index))
+            .filter_map(|_| {
                 thread::Builder::new()
                     .name("apistore-list-read".to_owned())
-                    .spawn_scoped(scope, move || read_run(run))
+                    .spawn_scoped(scope, read_runs)
                     .ok()
             })
             .collect();
-        let first = first.map(read_run);
-        std::iter::once(first)
-            .chain(started.into_iter().map(|handle| {
-                handle.map(|handle| {
-                    // A panic of the codec is the caller's, as on its own thread.
-                    handle
-                        .join()
-                        .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
-                })
-            }))
-            .collect()
-    });
-    for (part, run) in parts.iter_mut().zip(stored.chunks_mut(per_thread)) {
-        if part.is_none() {
-            *part = Some(read_run(run));
+        let mine = read_runs();
+        let theirs = started.into_iter().map(|handle| {
+            // A panic of the codec is the caller's, as on its own thread.
+            handle
+                .join()
+                .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+        });
+        for (index, values) in std::iter::once(mine).chain(theirs).flatten() {
+            parts[index] = Some(values);
         }
-    }
+    });
+    drop(runs);
     stored
         .into_iter()
         .map(|(key, _, _)| key)
@@ -243,7 +261,7 @@ where
 #[cfg(test)]
 mod tests {
     use std::collections::HashSet;
-    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
     use std::sync::{Arc, Mutex};
     use std::thread::ThreadId;
 
@@ -276,6 +294,7 @@ mod tests {
         aes: AesGcmTransformer,
         threads: Mutex<HashSet<ThreadId>>,
         padding: usize,
+        stall: Option<Stall>,
     }
 
     impl Noting {
@@ -284,6 +303,48 @@ mod tests {
                 aes: AesGcmTransformer::new(&[7; 32]).unwrap(),
                 threads: Mutex::new(HashSet::new()),
                 padding,
+                stall: None,
+            }
+        }
+
+        /// One whose reads on a list-read thread stall (see [`Stall`]).
+        fn stalling(release: usize) -> Self {
+            Self {
+                stall: Some(Stall {
+                    release,
+                    read_by_caller: AtomicUsize::new(0),
+                    gave_up: AtomicBool::new(false),
+                }),
+                ..Self::new(0)
+            }
+        }
+    }
+
+    /// Reads on a list-read thread (not the caller's) wait, from the first, until the
+    /// caller's thread has read `release` values: a thread that the system keeps off
+    /// its core. The wait ends for good after half a minute anyway, so that a reader
+    /// that never lets the caller get that far fails the test instead of hanging it.
+    #[derive(Debug)]
+    struct Stall {
+        release: usize,
+        read_by_caller: AtomicUsize,
+        gave_up: AtomicBool,
+    }
+
+    impl Stall {
+        fn wait_or_count(&self) {
+            if thread::current().name() != Some("apistore-list-read") {
+                self.read_by_caller.fetch_add(1, Ordering::SeqCst);
+                return;
+            }
+            let waited = std::time::Instant::now();
+            while self.read_by_caller.load(Ordering::SeqCst) < self.release
+                && !self.gave_up.load(Ordering::SeqCst)
+            {
+                if waited.elapsed() > std::time::Duration::from_secs(30) {
+                    self.gave_up.store(true, Ordering::SeqCst);
+                }
+                thread::sleep(std::time::Duration::from_millis(1));
             }
         }
     }
@@ -296,6 +357,9 @@ mod tests {
         ) -> apistore_value::Result<Plaintext> {
             if let Ok(mut threads) = self.threads.lock() {
                 threads.insert(thread::current().id());
+            }
+            if let Some(stall) = &self.stall {
+                stall.wait_or_count();
             }
             let sealed = data.len().saturating_sub(self.padding);
             let data = if self.padding > 0 && data[sealed..].iter().all(|byte| *byte == 0) {
@@ -627,6 +691,39 @@ mod tests {
         // that does not decode once, through `report_unread`.
         let undecodable = values.iter().filter(|v| **v == Stored::Undecodable).count();
         assert_eq!(decode_errors.0.load(Ordering::Relaxed), 4 * undecodable);
+    }
+
+    /// A reading thread held off its core holds up only the run it claimed: the
+    /// caller's thread reads the rest of the batch meanwhile (with a run per thread,
+    /// it would read its half and wait), and the results are those of reading every
+    /// value in turn.
+    #[test]
+    fn a_stalled_reading_thread_leaves_its_unclaimed_runs_to_the_caller() {
+        // The other thread stalls until the caller's has read seven eighths of the
+        // batch: more than its share if the batch were cut in halves.
+        let release = 700;
+        let transformer = Arc::new(Noting::stalling(release));
+        let stored = stored_values(&[Stored::Web; 800], &transformer);
+        let layers: ObjectLayers<DynamicObject, Counted> = ObjectLayers::new(
+            Arc::new(JsonCodec::<DynamicObject>::default()),
+            transformer.clone(),
+            Counted::default(),
+        );
+        let everything = SelectionPredicate::everything();
+        let reads = read_on_threads(&layers, &everything, stored, 2, |_| true);
+        let stall = transformer.stall.as_ref().unwrap();
+        assert!(stall.read_by_caller.load(Ordering::SeqCst) >= release);
+        let names: Vec<String> = reads
+            .into_iter()
+            .map(|(key, read)| match read {
+                Ok(Some(object)) => format!("{key}: {}", object.metadata.name),
+                other => format!("{key}: {:?}", other.map(|_| ())),
+            })
+            .collect();
+        let in_turn: Vec<String> = (0..800)
+            .map(|i| format!("/registry/configmaps/ns/cm-{i:05}: cm-{i:05}"))
+            .collect();
+        assert_eq!(names, in_turn);
     }
 
     /// A stored selector decodes only what the selector keeps, and the list is the
