@@ -16,7 +16,6 @@
 //! thread also judges the selectors on the plain bytes and decodes only the values
 //! they keep.
 
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Mutex, OnceLock, PoisonError};
 use std::thread;
 
@@ -204,57 +203,57 @@ where
         .len()
         .div_ceil(threads.saturating_mul(RUNS_PER_THREAD))
         .max(1);
-    // Each run is claimed once, by the index `next` hands out; its lock is never
-    // contended. Each value is taken out of its slot as it is read (its bytes freed as
-    // soon as it is decoded); the keys stay for the results.
-    let runs: Vec<Mutex<_>> = stored.chunks_mut(per_run).map(Mutex::new).collect();
-    let next = AtomicUsize::new(0);
-    let read_runs = || -> Vec<(usize, Vec<ReadValue<T>>)> {
-        let mut read = Vec::new();
-        loop {
-            let index = next.fetch_add(1, Ordering::Relaxed);
-            let Some(run) = runs.get(index) else {
-                return read;
-            };
-            let mut run = run.lock().unwrap_or_else(PoisonError::into_inner);
-            let values = run
-                .iter_mut()
-                .map(|(key, value, rev)| {
-                    layers.read_selected(&key.text(), std::mem::take(value), *rev, predicate)
+    let mut parts = {
+        // The runs, handed out one at a time with their place in the batch. Each
+        // value is taken out of its slot as it is read (its bytes freed as soon as it
+        // is decoded); the keys stay for the results.
+        let runs = Mutex::new(stored.chunks_mut(per_run).enumerate());
+        let read_runs = || -> Vec<(usize, Vec<ReadValue<T>>)> {
+            let mut read = Vec::new();
+            loop {
+                let claimed = runs.lock().unwrap_or_else(PoisonError::into_inner).next();
+                let Some((index, run)) = claimed else {
+                    return read;
+                };
+                let values = run
+                    .iter_mut()
+                    .map(|(key, value, rev)| {
+                        layers.read_selected(&key.text(), std::mem::take(value), *rev, predicate)
+                    })
+                    .collect();
+                read.push((index, values));
+            }
+        };
+        thread::scope(|scope| {
+            // The other threads start before this thread claims its first run.
+            let started: Vec<_> = (1..threads)
+                .filter(|&index| may_start(index))
+                .filter_map(|_| {
+                    thread::Builder::new()
+                        .name("apistore-list-read".to_owned())
+                        .spawn_scoped(scope, read_runs)
+                        .ok()
                 })
                 .collect();
-            read.push((index, values));
-        }
+            let mine = read_runs();
+            let theirs = started.into_iter().map(|handle| {
+                // A panic of the codec is the caller's, as on its own thread.
+                handle
+                    .join()
+                    .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+            });
+            std::iter::once(mine)
+                .chain(theirs)
+                .flatten()
+                .collect::<Vec<_>>()
+        })
     };
-    let mut parts: Vec<Option<Vec<ReadValue<T>>>> =
-        std::iter::repeat_with(|| None).take(runs.len()).collect();
-    thread::scope(|scope| {
-        // The other threads start before this thread claims its first run.
-        let started: Vec<_> = (1..threads)
-            .filter(|&index| may_start(index))
-            .filter_map(|_| {
-                thread::Builder::new()
-                    .name("apistore-list-read".to_owned())
-                    .spawn_scoped(scope, read_runs)
-                    .ok()
-            })
-            .collect();
-        let mine = read_runs();
-        let theirs = started.into_iter().map(|handle| {
-            // A panic of the codec is the caller's, as on its own thread.
-            handle
-                .join()
-                .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
-        });
-        for (index, values) in std::iter::once(mine).chain(theirs).flatten() {
-            parts[index] = Some(values);
-        }
-    });
-    drop(runs);
+    // Every run was read by the time every thread found none left to claim.
+    parts.sort_unstable_by_key(|(index, _)| *index);
     stored
         .into_iter()
         .map(|(key, _, _)| key)
-        .zip(parts.into_iter().flatten().flatten())
+        .zip(parts.into_iter().flat_map(|(_, values)| values))
         .collect()
 }
 
