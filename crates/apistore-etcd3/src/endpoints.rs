@@ -1,7 +1,7 @@
 //! The members of an etcd cluster as the store sees them: one connection each, and
 //! whether each is answering.
 //!
-//! etcd-client balances every request of a [`Client`](etcd_client::Client) over all its
+//! etcd-client balances every request of a [`Client`] over all its
 //! endpoints and never says which one served a request, so it cannot route around a
 //! member that stopped answering (a frozen process, a dead TCP peer): every request
 //! that lands there holds its caller for the whole request timeout. The store's
