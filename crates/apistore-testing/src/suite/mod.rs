@@ -32,6 +32,7 @@ mod interface;
 mod keys;
 mod list;
 mod list_failure;
+mod list_get;
 mod list_paging;
 mod lost_update;
 mod pod;
@@ -42,6 +43,7 @@ mod update;
 mod watch;
 mod watch_errors;
 mod watch_initial;
+mod watch_scoped;
 
 use std::future::Future;
 use std::sync::Arc;
@@ -55,11 +57,11 @@ pub use delete::*;
 pub use get::*;
 pub use interface::*;
 pub use keys::*;
-pub use list::{
-    run_test_consistent_list, run_test_get_list_non_recursive, run_test_get_list_recursive_prefix,
-    run_test_list, seed_multi_level_data,
-};
+pub use list::{run_test_list, seed_multi_level_data};
 pub use list_failure::*;
+pub use list_get::{
+    run_test_consistent_list, run_test_get_list_non_recursive, run_test_get_list_recursive_prefix,
+};
 pub use list_paging::*;
 pub use lost_update::*;
 pub use pod::{Pod, PodSpec};
@@ -74,14 +76,15 @@ pub use update::{
     run_test_transformation_failure, run_test_undecodable_value,
 };
 pub use watch::{
-    run_test_cluster_scoped_watch, run_test_delayed_watch_delivery, run_test_delete_trigger_watch,
-    run_test_namespace_scoped_watch, run_test_progress_notify, run_test_watch,
-    run_test_watch_context_cancel, run_test_watch_delete_event_object_have_latest_rv,
-    run_test_watch_dispatch_bookmark_events, run_test_watch_error, run_test_watch_from_non_zero,
-    run_test_watch_from_zero, run_test_watcher_timeout,
+    run_test_delayed_watch_delivery, run_test_delete_trigger_watch, run_test_progress_notify,
+    run_test_watch, run_test_watch_context_cancel,
+    run_test_watch_delete_event_object_have_latest_rv, run_test_watch_dispatch_bookmark_events,
+    run_test_watch_error, run_test_watch_from_non_zero, run_test_watch_from_zero,
+    run_test_watcher_timeout,
 };
 pub use watch_errors::*;
 pub use watch_initial::*;
+pub use watch_scoped::{run_test_cluster_scoped_watch, run_test_namespace_scoped_watch};
 
 /// What the suite needs from a backend besides its [`Storage`], in terms any backend
 /// can offer: raw access to the bytes it stores, compaction of its history, a count of
