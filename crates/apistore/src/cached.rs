@@ -36,9 +36,7 @@ use std::time::Duration;
 
 use apistore_cacher::{Cacher, CacherConfig, CacherMetrics, Readiness, wait_all_ready};
 use apistore_etcd3::Etcd3Store;
-use apistore_storage::{ApiObject, Result};
-use serde::Serialize;
-use serde::de::DeserializeOwned;
+use apistore_storage::{ApiObject, Codec, Result};
 
 use crate::builder::{ApiStore, ApiStoreBuilder};
 
@@ -108,15 +106,16 @@ impl ApiStoreBuilder {
 
 impl ApiStore {
     /// The ready watch cache of `resource` (a canonical group-resource) when the
-    /// builder named it ([`ApiStoreBuilder::watch_cache`]): made on the first call and
-    /// shared after. Consistent reads come from the cache only when every etcd endpoint
+    /// builder named it ([`ApiStoreBuilder::watch_cache`]): made on the first call, over
+    /// a store with `codec`, and shared after (one per object type). Consistent reads come from the cache only when every etcd endpoint
     /// answers progress requests correctly (3.4.31+, 3.5.13+).
     pub(crate) async fn cached_store<T>(
         &self,
         resource: &str,
+        codec: Arc<dyn Codec<T>>,
     ) -> Result<Option<Cacher<Etcd3Store<T>>>>
     where
-        T: ApiObject + Clone + Default + Send + Sync + Serialize + DeserializeOwned + 'static,
+        T: ApiObject + Clone + Default + Send + Sync + 'static,
     {
         let settings = &self.cache;
         let cached = settings.resources.iter().any(|named| {
@@ -139,7 +138,7 @@ impl ApiStore {
         let cacher = match existing {
             Some(cacher) => cacher,
             None => {
-                let store = self.canonical_store::<T>(resource);
+                let store = self.canonical_store_with::<T>(resource, codec);
                 let layout = self.resource_layout(resource);
                 // The cacher of the recipe's kube: snapshots (Exact and continued lists
                 // from memory) from 1.34 on, and kube's one `WatchList` gate at the

@@ -40,10 +40,22 @@
 //! [`ApiStore::store`] and [`ApiStore::dynamic_store`] still hand out the concrete
 //! [`Etcd3Store`] for any type that implements [`ApiObject`] and serde.
 //!
+//! # Reading faster than kube-apiserver
+//!
+//! [`ApiStore::lazy_store`] and [`ApiStore::lazy_resource_store`] give the same stores
+//! of [`LazyObject`]s: each read decodes the metadata and keeps the stored bytes, the
+//! body is decoded on first use, a single field is read from the bytes, and a write
+//! that changed only the metadata is spliced into them. A controller or cache that
+//! mostly looks at names, labels and resourceVersions reads, lists and caches Pods
+//! faster and in less memory than kube-apiserver's own storage layer does; a
+//! [`DynamicObject`] is the convenient representation, about twice Go's decode
+//! (docs/protobuf.md, *Choosing a representation*).
+//!
 //! # Without etcd
 //!
 //! With the `memory` feature, `ApiStore::in_memory` gives a `MemoryApiStore`: the same
-//! `store`, `dynamic_store`, `resource_store` and `resource_layout`, with the same
+//! `store`, `dynamic_store`, `lazy_store`, `resource_store`, `lazy_resource_store` and
+//! `resource_layout`, with the same
 //! layout, codecs and encryption, over an in-memory key space with etcd's semantics
 //! (revisions, compaction, TTLs on an injectable `ManualClock`, watches and bookmarks)
 //! instead of etcd. Its stores are `MemoryStore`s; both they and [`Etcd3Store`]s

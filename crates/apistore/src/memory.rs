@@ -37,8 +37,8 @@ use std::sync::Arc;
 
 use apistore_layout::{ResourceLayout, StorageLayout};
 use apistore_memory::{KvConfig, MemoryKv, MemoryStore, MemoryStoreConfig};
-use apistore_protobuf::{MediaType, UnknownFieldsObserver};
-use apistore_storage::{ApiObject, DynamicObject, KubeVersion, Result};
+use apistore_protobuf::{LazyObject, MediaType, UnknownFieldsObserver};
+use apistore_storage::{ApiObject, Codec, DynamicObject, KubeVersion, Result};
 use apistore_value::Transformer;
 use apistore_value::config::EncryptionConfig;
 use serde::Serialize;
@@ -152,12 +152,31 @@ impl MemoryApiStore {
     where
         T: ApiObject + Clone + Default + Send + Sync + Serialize + DeserializeOwned + 'static,
     {
+        self.canonical_store_with(resource, self.recipe.shared_codec(resource))
+    }
+
+    /// The store of a canonical resource name with `codec`.
+    fn canonical_store_with<T>(&self, resource: &str, codec: Arc<dyn Codec<T>>) -> MemoryStore<T>
+    where
+        T: ApiObject + Clone + Default + Send + Sync + 'static,
+    {
         MemoryStore::with_parts(
             self.kv.clone(),
             self.store_config(resource),
-            self.recipe.shared_codec(resource),
+            codec,
             self.transformer_for(resource),
         )
+    }
+
+    /// A store of [`LazyObject`]s for a resource, as [`ApiStore::lazy_store`]: the
+    /// same bytes and codec the etcd facade's would use.
+    ///
+    /// # Errors
+    ///
+    /// A name the chosen kube version does not know, as [`ApiStore::store`].
+    pub fn lazy_store(&self, resource: &str) -> Result<MemoryStore<LazyObject>> {
+        let resource = self.recipe.known_resource(resource)?;
+        Ok(self.canonical_store_with(&resource, self.recipe.lazy_codec(&resource)))
     }
 
     /// A store of [`DynamicObject`]s for a resource, as [`ApiStore::dynamic_store`].
@@ -177,5 +196,15 @@ impl MemoryApiStore {
         T: ApiObject + Clone + Default + Send + Sync + Serialize + DeserializeOwned + 'static,
     {
         Ok(ResourceStore::Memory(self.store(resource)?))
+    }
+
+    /// The store of a resource as one [`ResourceStore`] handle of [`LazyObject`]s, as
+    /// [`ApiStore::lazy_resource_store`].
+    ///
+    /// # Errors
+    ///
+    /// A name the chosen kube version does not know, as [`ApiStore::store`].
+    pub async fn lazy_resource_store(&self, resource: &str) -> Result<ResourceStore<LazyObject>> {
+        Ok(ResourceStore::Memory(self.lazy_store(resource)?))
     }
 }

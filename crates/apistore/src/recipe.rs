@@ -11,7 +11,7 @@ use std::sync::Arc;
 
 use apistore_backend::ResourceConfig;
 use apistore_layout::{ResourceLayout, StorageEncoding, StorageLayout};
-use apistore_protobuf::{MediaType, StorageCodec, UnknownFieldsObserver};
+use apistore_protobuf::{LazyCodec, LazyObject, MediaType, StorageCodec, UnknownFieldsObserver};
 use apistore_storage::{Codec, KubeVersion, StorageError};
 use apistore_value::config::EncryptionConfig;
 use apistore_value::{IdentityTransformer, Transformer};
@@ -87,15 +87,30 @@ impl StoreRecipe {
     /// The codec of `resource`: reads JSON or protobuf, writes as kube-apiserver writes
     /// the resource, tells the unknown-fields observer of partial reads.
     pub(crate) fn codec<T>(&self, resource: &str) -> StorageCodec<T> {
-        let media_type = match self.resource_layout(resource).encoding {
-            StorageEncoding::Protobuf => MediaType::Protobuf,
-            StorageEncoding::Json => MediaType::Json,
-        };
-        let codec = StorageCodec::for_kube(media_type, self.kube_version);
+        let codec = StorageCodec::for_kube(self.media_type(resource), self.kube_version);
         match &self.unknown_fields {
             Some(ObserverSlot(observer)) => codec.observe_unknown_fields(observer.clone()),
             None => codec,
         }
+    }
+
+    /// The media type kube-apiserver writes `resource` in (or the one set).
+    fn media_type(&self, resource: &str) -> MediaType {
+        match self.resource_layout(resource).encoding {
+            StorageEncoding::Protobuf => MediaType::Protobuf,
+            StorageEncoding::Json => MediaType::Json,
+        }
+    }
+
+    /// The codec of `resource` for [`LazyObject`]s: the same media type and kube minor
+    /// as [`Self::codec`]. It has no unknown-fields observer to tell: a lazy object
+    /// keeps the bytes it was read from, and writes carry what its schema does not
+    /// know over from them.
+    pub(crate) fn lazy_codec(&self, resource: &str) -> Arc<dyn Codec<LazyObject>> {
+        Arc::new(LazyCodec::for_kube(
+            self.media_type(resource),
+            self.kube_version,
+        ))
     }
 
     /// The codec of `resource`, shared.

@@ -14,15 +14,17 @@
 //! object lives at the prefix, so kube's exact-key read there is always empty).
 
 use std::borrow::Cow;
+use std::sync::Arc;
 
 #[cfg(feature = "watch-cache")]
 use apistore_cacher::Cacher;
 use apistore_etcd3::Etcd3Store;
 #[cfg(feature = "memory")]
 use apistore_memory::MemoryStore;
+use apistore_protobuf::LazyObject;
 use apistore_storage::{
-    ApiObject, DeleteOptions, GetOptions, KeysFn, ListOptions, ObjectList, ResponseMeta, Result,
-    Stats, Storage, StorageError, Update, UpdateOptions, Versioner, WatchStream,
+    ApiObject, Codec, DeleteOptions, GetOptions, KeysFn, ListOptions, ObjectList, ResponseMeta,
+    Result, Stats, Storage, StorageError, Update, UpdateOptions, Versioner, WatchStream,
 };
 
 use serde::Serialize;
@@ -161,11 +163,44 @@ impl ApiStore {
         T: ApiObject + Clone + Default + Send + Sync + Serialize + DeserializeOwned + 'static,
     {
         let canonical = self.recipe.known_resource(resource)?;
+        let codec = self.recipe.shared_codec(&canonical);
+        self.resource_store_with(&canonical, codec).await
+    }
+
+    /// The store of a resource as [`Self::resource_store`] gives it, holding
+    /// [`LazyObject`]s ([`ApiStore::lazy_store`]): a watch cache of them when the
+    /// resource is cached, the representation whose cache holds less per object than
+    /// kube-apiserver's (docs/protobuf.md, *Choosing a representation*). Its cache is
+    /// its own, beside any cache of another object type for the same resource.
+    ///
+    /// # Errors
+    ///
+    /// As [`Self::resource_store`].
+    pub async fn lazy_resource_store(&self, resource: &str) -> Result<ResourceStore<LazyObject>> {
+        let canonical = self.recipe.known_resource(resource)?;
+        let codec = self.recipe.lazy_codec(&canonical);
+        self.resource_store_with(&canonical, codec).await
+    }
+
+    /// The handle of a canonical resource name whose objects `codec` reads and writes.
+    async fn resource_store_with<T>(
+        &self,
+        canonical: &str,
+        codec: Arc<dyn Codec<T>>,
+    ) -> Result<ResourceStore<T>>
+    where
+        T: ApiObject + Clone + Default + Send + Sync + 'static,
+    {
         #[cfg(feature = "watch-cache")]
-        if let Some(cacher) = self.cached_store::<T>(&canonical).await? {
+        if let Some(cacher) = self
+            .cached_store::<T>(canonical, Arc::clone(&codec))
+            .await?
+        {
             return Ok(ResourceStore::Cached(cacher));
         }
-        Ok(ResourceStore::Direct(self.canonical_store(&canonical)))
+        Ok(ResourceStore::Direct(
+            self.canonical_store_with(canonical, codec),
+        ))
     }
 }
 
