@@ -107,8 +107,9 @@ impl ApiStoreBuilder {
 impl ApiStore {
     /// The ready watch cache of `resource` (a canonical group-resource) when the
     /// builder named it ([`ApiStoreBuilder::watch_cache`]): made on the first call, over
-    /// a store with `codec`, and shared after (one per object type). Consistent reads come from the cache only when every etcd endpoint
-    /// answers progress requests correctly (3.4.31+, 3.5.13+).
+    /// a store with `codec`, and shared after (one per object type). Consistent reads
+    /// come from the cache only when every etcd endpoint answers progress requests
+    /// correctly (3.4.31+, 3.5.13+).
     pub(crate) async fn cached_store<T>(
         &self,
         resource: &str,
