@@ -48,8 +48,8 @@
 //! that changed only the metadata is spliced into them. A controller or cache that
 //! mostly looks at names, labels and resourceVersions reads, lists and caches Pods
 //! faster and in less memory than kube-apiserver's own storage layer does; a
-//! [`DynamicObject`] is the convenient representation, about twice Go's decode
-//! (docs/protobuf.md, *Choosing a representation*).
+//! [`DynamicObject`] is the convenient representation, two to two and a half times
+//! Go's decode (docs/protobuf.md, *Choosing a representation*).
 //!
 //! # Without etcd
 //!
