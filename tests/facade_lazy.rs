@@ -11,8 +11,8 @@
 use std::time::Duration;
 
 use apistore::{
-    ApiStore, DynamicObject, GetOptions, LazyObject, ListOptions, ResourceVersionMatch, Storage,
-    StorageError, UpdateOptions, WatchEvent,
+    ApiStore, DynamicObject, GetOptions, LazyObject, ListOptions, ResourceStore,
+    ResourceVersionMatch, Storage, StorageError, UpdateOptions, WatchEvent,
 };
 use apistore_testing::etcd::{shared_endpoint, unique_prefix};
 use futures::StreamExt as _;
@@ -44,6 +44,28 @@ fn as_stored(pod: DynamicObject) -> serde_json::Map<String, serde_json::Value> {
     let mut body = pod.data;
     body.insert("status".to_owned(), json!({}));
     body
+}
+
+/// Creates pod `name` at `key` through `lazy` (a lazy object made from a dynamic one,
+/// so written whole) and reads it back through `dynamic`: the same body, as stored, at
+/// the resourceVersion the create returned.
+async fn create_lazily_read_dynamically(
+    lazy: &impl Storage<Object = LazyObject>,
+    dynamic: &impl Storage<Object = DynamicObject>,
+    key: &str,
+    name: &str,
+) -> DynamicObject {
+    let made = lazy
+        .create(key, LazyObject::from(pod("default", name)), 0)
+        .await
+        .unwrap();
+    let read = dynamic.get(key, &GetOptions::default()).await.unwrap();
+    assert_eq!(read.data, as_stored(pod("default", name)));
+    assert_eq!(
+        read.metadata.resource_version,
+        made.metadata().resource_version
+    );
+    read
 }
 
 /// An etcd facade under a prefix of its own, caching pods when `cached`.
@@ -118,16 +140,7 @@ async fn a_lazy_store_reads_and_writes_what_the_dynamic_store_does() {
 
     // A lazy object made from a dynamic one is written whole, and read back the same.
     let key2 = api.resource_layout("pods").key("default", "web-2");
-    let made = lazy
-        .create(&key2, LazyObject::from(pod("default", "web-2")), 0)
-        .await
-        .unwrap();
-    let back = dynamic.get(&key2, &GetOptions::default()).await.unwrap();
-    assert_eq!(back.data, as_stored(pod("default", "web-2")));
-    assert_eq!(
-        back.metadata.resource_version,
-        made.metadata().resource_version
-    );
+    create_lazily_read_dynamically(&lazy, &dynamic, &key2, "web-2").await;
 
     let listed = lazy
         .list("pods/default", &ListOptions::prefix())
@@ -163,13 +176,19 @@ async fn a_cached_resource_gives_a_lazy_watch_cache_of_its_own() {
         .unwrap();
 
     let lazy = api.lazy_resource_store("pods").await.unwrap();
-    assert!(lazy.is_cached());
-    // A second handle shares the first one's cache; the cache of another object type
-    // for the same resource is a different one, and both serve the object.
+    // A second handle shares the first one's cache (its watch shows on the first,
+    // below); the cache of another object type for the same resource is a different
+    // one, and both serve the object.
     let again = api.lazy_resource_store("pods").await.unwrap();
-    assert!(again.is_cached());
     let dynamic_cached = api.resource_store::<DynamicObject>("pods").await.unwrap();
-    assert!(dynamic_cached.is_cached());
+    let (
+        ResourceStore::Cached(first),
+        ResourceStore::Cached(_),
+        ResourceStore::Cached(dynamic_cache),
+    ) = (&lazy, &again, &dynamic_cached)
+    else {
+        panic!("all three handles are caches");
+    };
 
     let from_cache = ListOptions::prefix().at("0", ResourceVersionMatch::NotOlderThan);
     let listed = lazy.list("pods/default", &from_cache).await.unwrap();
@@ -181,7 +200,7 @@ async fn a_cached_resource_gives_a_lazy_watch_cache_of_its_own() {
         .unwrap();
     assert_eq!(listed.items.len(), 1);
 
-    let mut watch = lazy
+    let mut watch = again
         .watch(
             "pods/default",
             &ListOptions::prefix().at(
@@ -191,6 +210,12 @@ async fn a_cached_resource_gives_a_lazy_watch_cache_of_its_own() {
         )
         .await
         .unwrap();
+    assert_eq!(
+        first.watcher_count(),
+        1,
+        "the second handle's watch is the first's"
+    );
+    assert_eq!(dynamic_cache.watcher_count(), 0, "a cache of its own");
     let key2 = api.resource_layout("pods").key("default", "web-2");
     dynamic
         .create(&key2, pod("default", "web-2"), 0)
@@ -218,16 +243,7 @@ async fn the_in_memory_facade_gives_lazy_stores_over_the_same_bytes() {
     let dynamic = api.dynamic_store("pods").unwrap();
     let lazy = api.lazy_store("pods").unwrap();
     let key = api.resource_layout("pods").key("default", "web-1");
-    let created = lazy
-        .create(&key, LazyObject::from(pod("default", "web-1")), 0)
-        .await
-        .unwrap();
-    let read = dynamic.get(&key, &GetOptions::default()).await.unwrap();
-    assert_eq!(read.data, as_stored(pod("default", "web-1")));
-    assert_eq!(
-        read.metadata.resource_version,
-        created.metadata().resource_version
-    );
+    let read = create_lazily_read_dynamically(&lazy, &dynamic, &key, "web-1").await;
     let back = lazy.get(&key, &GetOptions::default()).await.unwrap();
     assert!(back.stored_bytes().unwrap().starts_with(b"k8s\0"));
     assert_eq!(back.to_dynamic().unwrap(), read);

@@ -221,3 +221,47 @@ async fn a_change_that_leaves_an_unknown_field_no_place_is_refused() {
         json!([42])
     );
 }
+
+#[tokio::test]
+async fn a_lazy_store_of_kube_131_keeps_the_fields_of_a_137_pod() {
+    let api = ApiStore::in_memory().kube_version(KubeVersion::V1_31);
+    let full_key = "/registry/pods/demo/p1";
+    let original = pod_137();
+    api.kv().raw_put(full_key, original.clone());
+    let before = as_137(&original);
+    let pods = api.lazy_store("pods").unwrap();
+    let key = "pods/demo/p1";
+
+    // A label added without reading the body: the metadata is spliced into the stored
+    // bytes, every 1.37 field stays where it was.
+    pods.guaranteed_update(key, UpdateOptions::default(), |mut pod, _| {
+        pod.metadata_mut()
+            .labels
+            .insert("tier".into(), "gold".into());
+        Ok(pod.into())
+    })
+    .await
+    .unwrap();
+    let mut after = as_137(&api.kv().raw_get(full_key).unwrap());
+    assert_eq!(after["metadata"]["labels"], json!({"tier": "gold"}));
+    after["metadata"].as_object_mut().unwrap().remove("labels");
+    assert_eq!(after, before, "only the label changed");
+
+    // A change to the body, which 1.31's schema reads without the 1.37 fields: the
+    // object is written whole and carries them over from the bytes it was read from.
+    pods.guaranteed_update(key, UpdateOptions::default(), |mut pod, _| {
+        let body = pod.body_mut().unwrap();
+        assert!(
+            body["spec"].get("resources").is_none(),
+            "1.31 has no name for it"
+        );
+        body["spec"]["containers"][0]["image"] = json!("nginx:1.27");
+        Ok(pod.into())
+    })
+    .await
+    .unwrap();
+    let after = as_137(&api.kv().raw_get(full_key).unwrap());
+    assert_eq!(after["spec"]["containers"][0]["image"], "nginx:1.27");
+    assert_eq!(after["spec"]["resources"], before["spec"]["resources"]);
+    assert_eq!(after["status"], before["status"]);
+}

@@ -213,7 +213,9 @@ impl ApiStoreBuilder {
 
     /// Tells `observer` of every value a store decodes without some of its fields
     /// (fields of a newer kube than [`Self::kube_version`]): a read cannot show them,
-    /// and the object cannot say so itself. Updates keep such fields either way.
+    /// and the object cannot say so itself. Updates keep such fields either way. Stores
+    /// of [`LazyObject`]s ([`ApiStore::lazy_store`]) do not tell it: their objects keep
+    /// the stored bytes, and `KubeProtobuf::unknown_fields` lists what a body lacks.
     pub fn observe_unknown_fields(mut self, observer: UnknownFieldsObserver) -> Self {
         self.recipe.unknown_fields = Some(ObserverSlot(observer));
         self
@@ -498,7 +500,10 @@ impl ApiStore {
     /// envelope and the metadata and keeps the stored bytes, the body is decoded when
     /// first asked for, and a write that changed only the metadata splices it into the
     /// stored bytes. The representation that reads faster than kube-apiserver's own
-    /// decode (docs/protobuf.md, *Choosing a representation*).
+    /// decode (docs/protobuf.md, *Choosing a representation*). Fields the kube version's
+    /// schema does not know stay in the stored bytes through every write (a changed
+    /// body is written whole with them carried over); the unknown-fields observer is
+    /// not told of them.
     ///
     /// # Errors
     ///
